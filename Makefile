@@ -1,0 +1,50 @@
+# dask-gpu-parity: the front door. `make help` lists every target.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: help
+help: ## List the targets with one line each
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+.PHONY: venv
+venv: $(STAMP) ## Create .venv and install the package with its test extras
+
+.PHONY: lint
+lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+.PHONY: fmt
+fmt: $(STAMP) ## Format and autofix with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+.PHONY: unit
+unit: $(STAMP) ## Unit, CLI and property tests (no cluster needed)
+	$(BIN)/pytest tests/unit
+
+.PHONY: test
+test: lint controlplane ## Everything CI runs: lint, unit, property and proving-ground e2e tests
+	$(BIN)/pytest tests
+
+.PHONY: nightly
+nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
+	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit -k property
+
+.PHONY: bench
+bench: $(STAMP) ## Benchmark `check` over 10,000 generated DaskClusters
+	$(BIN)/python benchmarks/check_throughput.py
+
+include tests/controlplane/controlplane.mk
