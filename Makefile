@@ -48,3 +48,9 @@ bench: $(STAMP) ## Benchmark `check` over 10,000 generated DaskClusters
 	$(BIN)/python benchmarks/check_throughput.py
 
 include tests/controlplane/controlplane.mk
+
+DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pathlib.Path(dask_kubernetes.__file__).parent / "operator/deployment/helm/dask-kubernetes-operator/crds")' 2>/dev/null)
+
+.PHONY: crd-schemas
+crd-schemas: $(STAMP) ## Regenerate the bundled Dask CRD schemas from the dask-kubernetes package
+	$(BIN)/python -m dask_gpu_parity.schema_gen $(DASK_CRDS)/*.yaml > operator/dask_gpu_parity/data/dask_crds.json

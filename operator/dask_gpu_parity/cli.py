@@ -1,0 +1,213 @@
+"""The ``dask-gpu-parity`` command line: ``check``, ``fix``, ``verify-gpu``.
+
+``main(argv)`` returns the exit code and is what tests call. Exit codes: 0 nothing at or above
+``--fail-on``; 1 findings at or above it (or a failed GPU check); 2 a usage or input error, with
+a one-line message on stderr and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from . import __version__, probe
+from .engine import Result, evaluate
+from .findings import Severity
+from .manifests import Document, InputError, locate, parse, read, render_fixed, write_in_place
+from .placement import Inventory
+from .policy import Policy, PolicyError, load
+from .report import FORMATS, Located, render, resource_label, summary
+from .resources import view
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main`` owns every exit."""
+
+    def error(self, message: str) -> Any:
+        raise InputError(f"{self.prog}: {message} (see --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="dask-gpu-parity",
+        description="Make the Dask scheduler match its GPU workers on Kubernetes.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def inputs(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or - for stdin")
+        sub.add_argument("--policy", metavar="FILE", help="a DaskGPUPolicy manifest")
+        sub.add_argument(
+            "--nodes", metavar="FILE", help="`kubectl get nodes -o yaml` output: placement rules"
+        )
+
+    check = commands.add_parser("check", help="report parity findings in manifests")
+    inputs(check)
+    check.add_argument("-o", "--output", choices=FORMATS, default="text", help="report format")
+    check.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        default="error",
+        help="lowest severity that makes the exit code 1 (default: error)",
+    )
+    fix = commands.add_parser("fix", help="write manifests with parity fixed")
+    inputs(fix)
+    fix.add_argument("-i", "--in-place", action="store_true", help="rewrite the files")
+    verify = commands.add_parser(
+        "verify-gpu", help="prove this container's GPU (the gpu-parity-check probe)"
+    )
+    verify.add_argument("probe_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+@dataclass
+class _Checked:
+    document: Document
+    result: Result
+
+
+def _load_policy(path: str | None) -> Policy | None:
+    if path is None:
+        return None
+    documents = [d for s in read([path]) for d in parse(s)]
+    policies = [d for d in documents if d.data.get("kind") == "DaskGPUPolicy"]
+    if len(policies) != 1:
+        raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
+    try:
+        return load(policies[0].data)
+    except PolicyError as exc:
+        raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
+
+
+def _load_inventory(path: str | None) -> Inventory | None:
+    if path is None:
+        return None
+    nodes = [d.data for s in read([path]) for d in parse(s) if d.data.get("kind") == "Node"]
+    if not nodes:
+        raise InputError(f"{path}: no Node objects (expected `kubectl get nodes -o yaml` output)")
+    return Inventory.from_nodes(nodes)
+
+
+def _evaluate_all(
+    documents: list[Document], policy: Policy | None, inventory: Inventory | None
+) -> list[_Checked]:
+    clusters = {}
+    for doc in documents:
+        dask = view(doc.data)
+        if dask is not None and dask.kind == "DaskCluster":
+            clusters[(dask.namespace, dask.name)] = doc.data
+    checked = []
+    for doc in documents:
+        dask = view(doc.data)
+        if dask is None:
+            continue
+        cluster = None
+        if dask.kind == "DaskWorkerGroup":
+            name = (
+                (doc.data.get("spec") or {}).get("cluster")
+                if isinstance(doc.data.get("spec"), dict)
+                else None
+            )
+            cluster = clusters.get((dask.namespace, name)) if isinstance(name, str) else None
+        checked.append(_Checked(doc, evaluate(doc.data, policy, inventory, cluster=cluster)))
+    return checked
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    policy, inventory = _load_policy(args.policy), _load_inventory(args.nodes)
+    sources = read(args.paths)
+    documents = [d for s in sources for d in parse(s)]
+    checked = _evaluate_all(documents, policy, inventory)
+    items = []
+    for c in checked:
+        dask = view(c.document.data)
+        assert dask is not None  # _evaluate_all keeps Dask documents only
+        for finding in c.result.findings:
+            items.append(
+                Located(
+                    finding,
+                    dask.kind,
+                    dask.name,
+                    dask.namespace,
+                    c.document.source.display,
+                    c.document.index + 1,
+                    locate(c.document, finding.path),
+                )
+            )
+    counts = summary(items, len(checked), len(documents), len(sources))
+    labels = []
+    for c in checked:
+        dask = view(c.document.data)
+        assert dask is not None
+        labels.append(
+            (c.document.source.display, resource_label(dask.kind, dask.namespace, dask.name))
+        )
+    out.write(render(args.output, items, counts, labels))
+    threshold = Severity.parse(args.fail_on)
+    return EXIT_FINDINGS if any(i.finding.severity >= threshold for i in items) else EXIT_OK
+
+
+def _fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.in_place and "-" in args.paths:
+        raise InputError("fix: --in-place cannot rewrite stdin; drop - or --in-place")
+    policy, inventory = _load_policy(args.policy), _load_inventory(args.nodes)
+    sources = read(args.paths)
+    parsed = [(source, parse(source)) for source in sources]
+    checked = _evaluate_all([d for _, docs in parsed for d in docs], policy, inventory)
+    by_source: dict[int, dict[int, list[tuple[str, list[Any]]]]] = {}
+    for c in checked:
+        patch = c.result.patch
+        if patch:
+            entry = by_source.setdefault(id(c.document.source), {})
+            entry.setdefault(c.document.index, []).append((c.document.prefix, patch))
+    remaining = 0
+    for c in checked:
+        remaining += sum(not f.fixable and f.severity is Severity.ERROR for f in c.result.findings)
+    changed = 0
+    for source, _ in parsed:
+        text = render_fixed(source, by_source.get(id(source), {}))
+        if args.in_place:
+            if text != source.text:
+                write_in_place(source.name, text)
+                changed += 1
+        else:
+            out.write(text if text.endswith("\n") or not text else text + "\n")
+    if args.in_place:
+        err.write(f"fixed {changed} file(s)\n")
+    if remaining:
+        err.write(f"{remaining} error(s) need a change by hand: run dask-gpu-parity check\n")
+    return EXIT_OK
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the command line; return the exit code."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "verify-gpu":
+            return probe.main(list(args.probe_args))
+        if args.command == "check":
+            return _check(args, out)
+        return _fix(args, out, err)
+    except InputError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Manifests in and out: files, folders, stdin, multi-document YAML, comment-preserving fixes.
+
+Reading uses PyYAML's libyaml loader when present (fast, and it gives each document's line).
+Writing a fix replays the engine's JSON Patch onto a ruamel.yaml round-trip copy of only the
+documents that changed, so comments, key order and every other document stay byte-for-byte.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from .patch import Operation, apply_in_place, split_pointer
+
+__all__ = [
+    "Document",
+    "InputError",
+    "Source",
+    "locate",
+    "parse",
+    "read",
+    "render_fixed",
+    "write_in_place",
+]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_EXPANDED_NODES = 1_000_000
+MAX_BYTES = 64 * 2**20
+
+
+class InputError(Exception):
+    """Input that cannot be read: the message is one line a user can act on."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a file (``name`` is its path) or stdin (``name`` is ``-``)."""
+
+    name: str
+    text: str
+
+    @property
+    def display(self) -> str:
+        """The name shown in reports."""
+        return "<stdin>" if self.name == "-" else self.name
+
+
+@dataclass
+class Document:
+    """One object of a source: a YAML document, or an item of a ``kind: List`` document."""
+
+    source: Source
+    index: int  # document number in the source, from 0
+    line: int  # first line of the document, from 1
+    data: Any
+    node: Any = field(repr=False, default=None)  # the composed YAML node, for line lookups
+    prefix: str = ""  # JSON Pointer of the object inside the document (List items)
+
+
+def read(paths: Sequence[str], stdin: io.BufferedIOBase | None = None) -> list[Source]:
+    """Read files, folders (recursively: ``*.yaml``, ``*.yml``, ``*.json``) and ``-`` (stdin)."""
+    sources: list[Source] = []
+    for name in paths:
+        if name == "-":
+            raw = (stdin or sys.stdin.buffer).read()
+            sources.append(Source("-", _decode(raw, "<stdin>")))
+            continue
+        path = Path(name)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+            sources.extend(_read_file(p) for p in files)
+        elif path.exists():
+            sources.append(_read_file(path))
+        else:
+            raise InputError(f"{name}: no such file or directory")
+    return sources
+
+
+def _read_file(path: Path) -> Source:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; split it")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+    return Source(str(path), _decode(raw, str(path)))
+
+
+def _decode(raw: bytes, name: str) -> str:
+    if b"\x00" in raw:
+        raise InputError(f"{name}: binary data, not YAML or JSON text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name}: not UTF-8 text (byte {exc.start}): YAML and JSON manifests must be UTF-8"
+        ) from exc
+
+
+def parse(source: Source) -> list[Document]:
+    """The objects of a source, in order; empty documents are left out.
+
+    Raises:
+        InputError: invalid YAML, a YAML bomb, or a document that is not an object.
+    """
+    documents: list[Document] = []
+    loader = _Loader(source.text)
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1 if node is not None else 0
+            if node is not None:
+                _refuse_bombs(node, source, line)
+                data = loader.construct_document(node)
+                documents.extend(_objects(source, index, line, data, node))
+            index += 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = source.display
+        if mark is not None:
+            where = f"{where}:{mark.line + 1}:{mark.column + 1}"
+        raise InputError(f"{where}: invalid YAML: {exc.problem or exc.context}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source.display}: invalid YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise InputError(f"{source.display}: YAML nested too deeply") from exc
+    finally:
+        loader.dispose()
+    return documents
+
+
+def _objects(source: Source, index: int, line: int, data: Any, node: Any) -> Iterator[Document]:
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
+        raise InputError(
+            f"{source.display}:{line}: document {index + 1} is {kind}, not a Kubernetes object"
+        )
+    if data.get("kind") == "List" and isinstance(data.get("items"), list):
+        for i, item in enumerate(data["items"]):
+            if isinstance(item, dict):
+                yield Document(
+                    source, index, line, item, _child(node, ["items", str(i)]), f"/items/{i}"
+                )
+        return
+    yield Document(source, index, line, data, node)
+
+
+def _refuse_bombs(root: Any, source: Source, line: int) -> None:
+    """Refuse documents whose aliases expand to more than MAX_EXPANDED_NODES nodes."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # cycles count once
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(v) for v in node.value)
+        sizes[key] = total
+        return total
+
+    if size(root) > MAX_EXPANDED_NODES:
+        raise InputError(
+            f"{source.display}:{line}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} "
+            "nodes (a YAML bomb?): refusing to read it"
+        )
+
+
+def _child(node: Any, segments: list[str]) -> Any:
+    for segment in segments:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if getattr(k, "value", None) == segment), None)
+        elif (
+            isinstance(node, yaml.SequenceNode)
+            and segment.isdigit()
+            and int(segment) < len(node.value)
+        ):
+            node = node.value[int(segment)]
+        else:
+            return None
+    return node
+
+
+def locate(document: Document, ptr: str) -> int:
+    """The line (from 1) of the deepest node on ``ptr`` that exists in the document."""
+    node, line = document.node, document.line
+    for segment in split_pointer(ptr):
+        node = _child(node, [segment])
+        mark = getattr(node, "start_mark", None)
+        if mark is None:
+            break
+        line = int(mark.line) + 1
+    return line
+
+
+def _document_starts(source: Source) -> list[int]:
+    """The first line (from 0) of each document's text chunk."""
+    starts: list[int] = []
+    for event in yaml.parse(source.text, Loader=_Loader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            mark = event.start_mark
+            starts.append(0 if not starts or mark is None else mark.line)
+    return starts or [0]
+
+
+def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
+    """The source's text with patches applied to the documents they name.
+
+    Args:
+        source: the original input.
+        patches: document index -> [(object prefix, JSON Patch)]; other documents are copied
+            byte for byte.
+    """
+    if not any(ops for items in patches.values() for _, ops in items):
+        return source.text
+    if source.name.endswith(".json"):
+        return _render_json(source, patches)
+    lines = _LINE.findall(source.text)
+    starts = [*_document_starts(source), len(lines)]
+    out: list[str] = []
+    for index in range(len(starts) - 1):
+        chunk = "".join(lines[starts[index] : starts[index + 1]])
+        items = [(p, ops) for p, ops in patches.get(index, []) if ops]
+        out.append(_patch_chunk(chunk, items) if items else chunk)
+    return "".join(out)
+
+
+def _render_json(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
+    data = json.loads(source.text)
+    for prefix, ops in patches.get(0, []):
+        apply_in_place(data, _prefixed(prefix, ops))
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+# Line breaks as YAML counts them (str.splitlines also splits on form feeds and more).
+_LINE = re.compile(
+    r"[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])|[^\r\n\x85\u2028\u2029]+$"
+)
+_HEADER = re.compile(r"^(?:\s*(?:#.*)?|---\s*|%.*)$")
+
+
+def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
+    """Apply patches to one document's text, keeping its leading comments and ``---`` as is."""
+    lines = _LINE.findall(chunk)
+    head = 0
+    while head < len(lines) and _HEADER.match(lines[head].rstrip("\n")):
+        head += 1
+    preamble, body = "".join(lines[:head]), "".join(lines[head:])
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 4096
+    mapping, sequence, offset = _indentation(body)
+    rt.indent(mapping=mapping, sequence=sequence, offset=offset)
+    data = rt.load(body)
+    for prefix, ops in items:
+        apply_in_place(data, _prefixed(prefix, [_literal(op) for op in ops]))
+    stream = io.StringIO()
+    rt.dump(data, stream)
+    return preamble + stream.getvalue()
+
+
+def _prefixed(prefix: str, ops: list[Operation]) -> list[Operation]:
+    return [{**op, "path": prefix + op["path"]} for op in ops]
+
+
+def _literal(op: Operation) -> Operation:
+    """Show new multi-line strings (the probe source) as ``|`` blocks."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str) and "\n" in value:
+            return LiteralScalarString(value)
+        if isinstance(value, dict):
+            return {k: convert(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        return value
+
+    return {**op, "value": convert(op["value"])} if "value" in op else op
+
+
+_KEY = re.compile(r"^( *)[^\s#-][^:]*:\s*(?:#.*)?$")
+_DASH = re.compile(r"^( *)- ")
+
+
+def _indentation(text: str) -> tuple[int, int, int]:
+    """Guess (mapping, sequence, offset) indentation from the user's YAML."""
+    mapping, sequence, offset = 2, 4, 2
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    for before, after in itertools.pairwise(lines):
+        key = _KEY.match(before)
+        if not key:
+            continue
+        parent = len(key.group(1))
+        dash = _DASH.match(after)
+        if dash:
+            offset = len(dash.group(1)) - parent
+            sequence = offset + 2
+            break
+    for before, after in itertools.pairwise(lines):
+        key = _KEY.match(before)
+        if key and not _DASH.match(after):
+            step = (len(after) - len(after.lstrip(" "))) - len(key.group(1))
+            if step > 0:
+                mapping = step
+                break
+    return mapping, max(sequence, offset + 2), max(offset, 0)
+
+
+def write_in_place(path: str, text: str) -> None:
+    """Replace a file atomically (a temporary file beside it, then rename), keeping its mode."""
+    target = Path(path)
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

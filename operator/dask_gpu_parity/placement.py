@@ -1,0 +1,245 @@
+"""GPU node inventory and placement: GFD labels, driver classes, pod-to-node matching.
+
+A *driver class* is the pair (NVIDIA driver version, CUDA version the driver supports) that GPU
+Feature Discovery publishes on each GPU node. Parity means the scheduler runs in the workers'
+driver class. The inventory keeps only GPU nodes, and of them only what placement needs, so its
+size does not grow with CPU-only nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from .gpu import containers, is_gpu_resource, parse_quantity
+
+__all__ = [
+    "CUDA_FULL",
+    "DRIVER_FULL",
+    "DriverClass",
+    "GpuNode",
+    "Inventory",
+    "driver_class",
+    "node_fits",
+    "pod_gpu_demand",
+]
+
+DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
+CUDA_FULL = "nvidia.com/cuda.runtime-version.full"
+_LEGACY_DRIVER = (
+    "nvidia.com/cuda.driver.major",
+    "nvidia.com/cuda.driver.minor",
+    "nvidia.com/cuda.driver.rev",
+)
+_LEGACY_CUDA = ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor")
+
+
+@dataclass(frozen=True, order=True)
+class DriverClass:
+    """An NVIDIA driver version and the CUDA version it supports, e.g. 580.95.05 / 13.0."""
+
+    driver: str
+    cuda: str
+
+    def __str__(self) -> str:
+        return f"driver {self.driver} / CUDA {self.cuda}"
+
+
+def driver_class(labels: Mapping[str, str]) -> DriverClass | None:
+    """The driver class a node's GFD labels describe (new keys first, then legacy ones)."""
+    driver = labels.get(DRIVER_FULL)
+    if not driver and all(labels.get(k) for k in _LEGACY_DRIVER[:2]):
+        driver = ".".join(labels[k] for k in _LEGACY_DRIVER if labels.get(k))
+    cuda = labels.get(CUDA_FULL)
+    if not cuda and all(labels.get(k) for k in _LEGACY_CUDA):
+        cuda = ".".join(labels[k] for k in _LEGACY_CUDA)
+    return DriverClass(driver, cuda) if driver and cuda else None
+
+
+@dataclass(frozen=True)
+class GpuNode:
+    """What placement needs of one GPU node."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect)
+    allocatable: Mapping[str, Decimal]  # GPU resources only
+    unschedulable: bool = False
+
+    @property
+    def driver_class(self) -> DriverClass | None:
+        """The node's driver class, if GFD labelled it."""
+        return driver_class(self.labels)
+
+    @property
+    def uses_legacy_labels(self) -> bool:
+        """Whether only the pre-2024 GFD labels are present."""
+        return DRIVER_FULL not in self.labels
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any]) -> GpuNode | None:
+        """A :class:`GpuNode` from a Node object, ``None`` when it has no GPU resource."""
+        status = node.get("status") or {}
+        allocatable = {
+            name: number
+            for name, value in ((status.get("allocatable") or {}).items())
+            if is_gpu_resource(name)
+            and (number := parse_quantity(value)) is not None
+            and number > 0
+        }
+        if not allocatable:
+            return None
+        metadata = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        taints = tuple(
+            (str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+            for t in spec.get("taints") or ()
+            if isinstance(t, Mapping)
+        )
+        labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
+        return cls(
+            name=str(metadata.get("name", "")),
+            labels=labels,
+            taints=taints,
+            allocatable=allocatable,
+            unschedulable=bool(spec.get("unschedulable")),
+        )
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The GPU nodes of a cluster."""
+
+    nodes: tuple[GpuNode, ...]
+
+    @classmethod
+    def from_nodes(cls, nodes: Iterable[Mapping[str, Any]]) -> Inventory:
+        """An inventory from Node objects (e.g. ``kubectl get nodes -o yaml`` items)."""
+        gpu_nodes = (GpuNode.from_node(n) for n in nodes if isinstance(n, Mapping))
+        return cls(tuple(sorted((n for n in gpu_nodes if n), key=lambda n: n.name)))
+
+    def fitting(self, pod_spec: Any) -> list[GpuNode]:
+        """The nodes that could take a pod with ``pod_spec``."""
+        return [n for n in self.nodes if node_fits(n, pod_spec)]
+
+    def classes(self, nodes: Sequence[GpuNode] | None = None) -> dict[DriverClass, list[GpuNode]]:
+        """Nodes grouped by driver class (unlabelled nodes left out)."""
+        grouped: dict[DriverClass, list[GpuNode]] = {}
+        for node in self.nodes if nodes is None else nodes:
+            if (dc := node.driver_class) is not None:
+                grouped.setdefault(dc, []).append(node)
+        return grouped
+
+
+def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:
+    """GPU resources the pod needs from a node (the largest of limits and requests per resource)."""
+    demand: dict[str, Decimal] = {}
+    for _, container in containers(pod_spec):
+        resources = container.get("resources")
+        if not isinstance(resources, Mapping):
+            continue
+        for section in ("limits", "requests"):
+            values = resources.get(section)
+            if not isinstance(values, Mapping):
+                continue
+            for name, value in values.items():
+                number = parse_quantity(value)
+                if isinstance(name, str) and is_gpu_resource(name) and number:
+                    demand[name] = max(demand.get(name, Decimal(0)), number)
+    return demand
+
+
+def node_fits(node: GpuNode, pod_spec: Any) -> bool:
+    """Whether kube-scheduler's node filters would let ``pod_spec`` onto ``node``.
+
+    Covers nodeSelector, required node affinity, NoSchedule/NoExecute taints, cordoning and
+    allocatable GPU resources — the filters that decide GPU placement.
+    """
+    if node.unschedulable or not isinstance(pod_spec, Mapping):
+        return False
+    selector = pod_spec.get("nodeSelector")
+    if isinstance(selector, Mapping) and any(node.labels.get(k) != v for k, v in selector.items()):
+        return False
+    if not _affinity_allows(node, pod_spec.get("affinity")):
+        return False
+    if not _tolerates(node.taints, pod_spec.get("tolerations")):
+        return False
+    return all(
+        node.allocatable.get(k, Decimal(0)) >= v for k, v in pod_gpu_demand(pod_spec).items()
+    )
+
+
+def _affinity_allows(node: GpuNode, affinity: Any) -> bool:
+    required = _get(affinity, "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    terms = _get(required, "nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return True
+    return any(_term_matches(node, term) for term in terms)
+
+
+def _term_matches(node: GpuNode, term: Any) -> bool:
+    if not isinstance(term, Mapping):
+        return False
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False  # an empty term matches no node
+    for expr in expressions:
+        if not _expression_matches(node.labels, expr):
+            return False
+    return all(_expression_matches({"metadata.name": node.name}, expr) for expr in fields)
+
+
+def _expression_matches(labels: Mapping[str, str], expr: Any) -> bool:
+    if not isinstance(expr, Mapping):
+        return False
+    key, operator = expr.get("key"), expr.get("operator")
+    values = expr.get("values") or []
+    value = labels.get(key) if isinstance(key, str) else None
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
+        try:
+            left, right = int(value), int(values[0])
+        except ValueError:
+            return False
+        return left > right if operator == "Gt" else left < right
+    return False
+
+
+def _tolerates(taints: Sequence[tuple[str, str, str]], tolerations: Any) -> bool:
+    items = (
+        [t for t in tolerations if isinstance(t, Mapping)] if isinstance(tolerations, list) else []
+    )
+    for key, value, effect in taints:
+        if effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_toleration_matches(t, key, value, effect) for t in items):
+            return False
+    return True
+
+
+def _toleration_matches(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+    if toleration.get("effect") not in (None, "", effect):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    tkey = toleration.get("key") or ""
+    if operator == "Exists":
+        return tkey in ("", key)
+    return tkey == key and (toleration.get("value") or "") == value
+
+
+def _get(node: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
