@@ -136,7 +136,7 @@ def _gpu(ctx: Context) -> list[Finding]:
     return [
         Finding.of(
             "DGP001",
-            f"{ctx.container_ptr}/resources/limits",
+            f"{ctx.container_ptr}/resources",
             f"Scheduler requests no GPU while the workers request {ctx.worker_gpus[0].resource}: "
             f'{why} and fails without CUDA; give it {ctx.gpu_resource}: "{count}"',
             severity=Severity.ERROR if ctx.ucx else ctx.policy.tcp_severity,
@@ -207,7 +207,7 @@ def _environment(ctx: Context) -> list[Finding]:
         env = []
     if not isinstance(env, list):
         return findings
-    have = {e.get("name"): e for e in env if isinstance(e, Mapping)}
+    have = {e["name"]: e for e in env if isinstance(e, Mapping) and isinstance(e.get("name"), str)}
     path = f"{ctx.container_ptr}/env"
     for entry in ctx.worker.get("env") or ():
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):

@@ -13,6 +13,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from . import probe
+
 __all__ = [
     "CONTAINER_NAME",
     "EXPECT_DRIVER",
@@ -22,8 +24,8 @@ __all__ = [
 ]
 
 CONTAINER_NAME = "gpu-parity-check"
-EXPECT_DRIVER = "GPU_PARITY_EXPECT_DRIVER"
-MIN_COMPUTE_CAPABILITY = "GPU_PARITY_MIN_COMPUTE_CAPABILITY"
+EXPECT_DRIVER = probe.ENV_EXPECT_DRIVER
+MIN_COMPUTE_CAPABILITY = probe.ENV_MIN_COMPUTE_CAPABILITY
 # Pod fields the DaskCluster CRD (a Kubernetes 1.21 PodSpec) keeps on a container.
 _COPIED = ("envFrom", "imagePullPolicy", "securityContext", "volumeMounts")
 
