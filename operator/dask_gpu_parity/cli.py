@@ -8,19 +8,24 @@ a one-line message on stderr and no traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import yaml
+
 from . import __version__, probe
 from .engine import Result, evaluate
 from .findings import Severity
+from .gpu import as_map
 from .manifests import Document, InputError, locate, parse, read, render_fixed, write_in_place
 from .placement import Inventory
 from .policy import Policy, PolicyError, load
 from .report import FORMATS, Located, render, resource_label, summary
 from .resources import view
+from .webhooks import WebhookValues, configurations
 
 __all__ = ["main"]
 
@@ -65,6 +70,28 @@ def _parser() -> argparse.ArgumentParser:
         "verify-gpu", help="prove this container's GPU (the gpu-parity-check probe)"
     )
     verify.add_argument("probe_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    run = commands.add_parser("run", help="run the operator: webhooks, node inventory, drift watch")
+    run.add_argument("--tls-cert", required=True, metavar="FILE", help="serving certificate (PEM)")
+    run.add_argument("--tls-key", required=True, metavar="FILE", help="its private key (PEM)")
+    run.add_argument("--port", type=int, default=9443, help="webhook HTTPS port (default 9443)")
+    run.add_argument("--address", default="0.0.0.0", help="address to serve on")
+    run.add_argument("--metrics-port", type=int, default=8080, help="Prometheus /metrics port")
+    run.add_argument("--health-port", type=int, default=8081, help="/healthz port")
+    run.add_argument(
+        "--peering",
+        metavar="NAME",
+        help="kopf peering object shared by the replicas (default: standalone)",
+    )
+    run.add_argument("--no-drift", action="store_true", help="serve webhooks only")
+    run.add_argument("--log-json", action="store_true", help="JSON log lines")
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    config = commands.add_parser(
+        "webhook-config", help="print webhook configurations for an operator outside the cluster"
+    )
+    config.add_argument("--url", required=True, help="https://HOST:PORT of `dask-gpu-parity run`")
+    config.add_argument("--ca-file", required=True, metavar="FILE", help="CA that signed its cert")
+    config.add_argument("--failure-policy", choices=("Fail", "Ignore"), default="Fail")
+    config.add_argument("--timeout", type=int, default=5, help="timeoutSeconds (1-30)")
     return parser
 
 
@@ -111,11 +138,7 @@ def _evaluate_all(
             continue
         cluster = None
         if dask.kind == "DaskWorkerGroup":
-            name = (
-                (doc.data.get("spec") or {}).get("cluster")
-                if isinstance(doc.data.get("spec"), dict)
-                else None
-            )
+            name = as_map(doc.data.get("spec")).get("cluster")
             cluster = clusters.get((dask.namespace, name)) if isinstance(name, str) else None
         checked.append(_Checked(doc, evaluate(doc.data, policy, inventory, cluster=cluster)))
     return checked
@@ -187,6 +210,56 @@ def _fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _run(args: argparse.Namespace) -> int:
+    for path in (args.tls_cert, args.tls_key):
+        if not os.access(path, os.R_OK):
+            raise InputError(f"run: cannot read {path}: mount the webhook certificate there")
+    try:
+        from . import admission  # noqa: PLC0415  # kopf only when running the operator
+    except ImportError as exc:
+        raise InputError(
+            f"run: the operator needs the 'operator' extra ({exc.name} is missing): "
+            "pip install 'dask-gpu-parity[operator]'"
+        ) from exc
+    admission.run(
+        admission.Options(
+            certfile=args.tls_cert,
+            keyfile=args.tls_key,
+            port=args.port,
+            addr=args.address,
+            metrics_port=args.metrics_port,
+            health_port=args.health_port,
+            peering=args.peering,
+            drift=not args.no_drift,
+        ),
+        json_logs=args.log_json,
+        verbose=args.verbose,
+    )
+    return EXIT_OK
+
+
+def _webhook_config(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.url.startswith("https://"):
+        raise InputError(
+            "webhook-config: --url must start with https:// (the API server needs TLS)"
+        )
+    if not 1 <= args.timeout <= 30:
+        raise InputError("webhook-config: --timeout must be between 1 and 30 seconds")
+    try:
+        with open(args.ca_file, "rb") as handle:
+            ca = handle.read()
+    except OSError as exc:
+        raise InputError(f"webhook-config: cannot read {args.ca_file}: {exc.strerror}") from exc
+    values = WebhookValues(
+        ca_bundle=ca,
+        url=args.url,
+        failure_policy=args.failure_policy,
+        timeout_seconds=args.timeout,
+    )
+    out.write(yaml.safe_dump_all(configurations(values), sort_keys=False))
+    return EXIT_OK
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -198,6 +271,10 @@ def main(
             return probe.main(list(args.probe_args))
         if args.command == "check":
             return _check(args, out)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "webhook-config":
+            return _webhook_config(args, out)
         return _fix(args, out, err)
     except InputError as exc:
         err.write(f"error: {exc}\n")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .gpu import containers, is_gpu_resource, parse_quantity
+from .gpu import as_list, as_map, containers, is_gpu_resource, parse_quantity
 
 __all__ = [
     "CUDA_FULL",
@@ -81,24 +81,24 @@ class GpuNode:
     @classmethod
     def from_node(cls, node: Mapping[str, Any]) -> GpuNode | None:
         """A :class:`GpuNode` from a Node object, ``None`` when it has no GPU resource."""
-        status = node.get("status") or {}
+        status = as_map(node.get("status"))
         allocatable = {
             name: number
-            for name, value in ((status.get("allocatable") or {}).items())
+            for name, value in as_map(status.get("allocatable")).items()
             if is_gpu_resource(name)
             and (number := parse_quantity(value)) is not None
             and number > 0
         }
         if not allocatable:
             return None
-        metadata = node.get("metadata") or {}
-        spec = node.get("spec") or {}
+        metadata = as_map(node.get("metadata"))
+        spec = as_map(node.get("spec"))
         taints = tuple(
             (str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
-            for t in spec.get("taints") or ()
+            for t in as_list(spec.get("taints"))
             if isinstance(t, Mapping)
         )
-        labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
+        labels = {str(k): str(v) for k, v in as_map(metadata.get("labels")).items()}
         return cls(
             name=str(metadata.get("name", "")),
             labels=labels,
@@ -182,8 +182,8 @@ def _affinity_allows(node: GpuNode, affinity: Any) -> bool:
 def _term_matches(node: GpuNode, term: Any) -> bool:
     if not isinstance(term, Mapping):
         return False
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
+    expressions = as_list(term.get("matchExpressions"))
+    fields = as_list(term.get("matchFields"))
     if not expressions and not fields:
         return False  # an empty term matches no node
     for expr in expressions:
@@ -196,7 +196,7 @@ def _expression_matches(labels: Mapping[str, str], expr: Any) -> bool:
     if not isinstance(expr, Mapping):
         return False
     key, operator = expr.get("key"), expr.get("operator")
-    values = expr.get("values") or []
+    values = as_list(expr.get("values"))
     value = labels.get(key) if isinstance(key, str) else None
     if operator == "In":
         return value in values

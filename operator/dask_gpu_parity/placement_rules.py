@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from .findings import Finding
+from .gpu import as_map
 from .placement import (
     CUDA_FULL,
     DRIVER_FULL,
@@ -306,19 +307,17 @@ def schedulable(ctx: Context, inventory: Inventory) -> list[Finding]:
     """DGP013: some GPU node can take the scheduler as it will be created."""
     if any(node_fits(n, ctx.scheduler_spec) for n in inventory.nodes):
         return []
-    selector = ctx.scheduler_spec.get("nodeSelector") or {}
-    shown = (
-        ", ".join(f"{k}={v}" for k, v in selector.items()) if isinstance(selector, Mapping) else ""
-    )
+    selector = as_map(ctx.scheduler_spec.get("nodeSelector"))
+    shown = ", ".join(f"{k}={v}" for k, v in selector.items()) or "none"
     classes = sorted(inventory.classes(inventory.fitting(ctx.worker_spec)))
-    where = f" in the workers' driver class ({'; '.join(map(str, classes))})" if classes else ""
+    workers = f" (the workers run on {'; '.join(map(str, classes))})" if classes else ""
     return [
         Finding.of(
             "DGP013",
             ctx.scheduler_ptr,
-            f"No node can take the scheduler: none of {len(inventory.nodes)} GPU nodes{where} "
-            f"matches its nodeSelector ({shown or 'none'}), affinity, tolerations and GPU request; "
-            "the pod would stay Pending and KubeCluster would wait forever. Add nodes or change "
-            "the scheduler pool in the DaskGPUPolicy",
+            f"No node can take the scheduler: none of the {len(inventory.nodes)} GPU nodes matches "
+            f"its nodeSelector ({shown}), affinity, tolerations and GPU request{workers}; the "
+            "pod would stay Pending and KubeCluster would wait forever. Add such nodes or change "
+            "the scheduler pool",
         )
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "load",
+    "select",
 ]
 
 POLICY_API_VERSION = "gpuparity.dask.org/v1alpha1"
@@ -285,3 +286,15 @@ def _selector(value: Any) -> LabelSelector:
             raise PolicyError(f"{at}.values: {operator} needs at least one value")
         terms.append((key, operator, tuple(values)))
     return LabelSelector(tuple(sorted(labels.items())), tuple(terms))
+
+
+def select(policies: Iterable[Policy], namespace_labels: Mapping[str, str]) -> Policy:
+    """The policy for a namespace.
+
+    The highest ``priority`` among those whose ``namespaceSelector`` matches (then the name, for
+    a stable answer), else the built-in defaults (``enforce``).
+    """
+    matching = [p for p in policies if p.namespace_selector.matches(namespace_labels)]
+    if not matching:
+        return Policy()
+    return min(matching, key=lambda p: (-p.priority, p.name))

@@ -12,7 +12,15 @@ from typing import Any
 
 from . import placement_rules
 from .findings import Finding, Severity
-from .gpu import GpuRequest, containers, env_value, gpu_requests, primary_container, protocol
+from .gpu import (
+    GpuRequest,
+    as_list,
+    containers,
+    env_value,
+    gpu_requests,
+    primary_container,
+    protocol,
+)
 from .patch import pointer
 from .placement import Inventory
 from .policy import Placement, Policy
@@ -209,7 +217,7 @@ def _environment(ctx: Context) -> list[Finding]:
         return findings
     have = {e["name"]: e for e in env if isinstance(e, Mapping) and isinstance(e.get("name"), str)}
     path = f"{ctx.container_ptr}/env"
-    for entry in ctx.worker.get("env") or ():
+    for entry in as_list(ctx.worker.get("env")):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
             continue
         name = entry["name"]

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 from . import probe
+from .gpu import as_list
 
 __all__ = [
     "CONTAINER_NAME",
@@ -59,7 +60,7 @@ def init_container(
         cpu: CPU request.
         memory: memory request and limit.
     """
-    env = [copy.deepcopy(e) for e in scheduler.get("env") or () if isinstance(e, Mapping)]
+    env = [copy.deepcopy(e) for e in as_list(scheduler.get("env")) if isinstance(e, Mapping)]
     env = [e for e in env if e.get("name") not in (EXPECT_DRIVER, MIN_COMPUTE_CAPABILITY)]
     if expect_driver:
         env.append({"name": EXPECT_DRIVER, "value": expect_driver})

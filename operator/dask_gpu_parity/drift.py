@@ -1,0 +1,103 @@
+"""Drift: a running GPU cluster whose scheduler Deployment lacks parity.
+
+The dask operator builds the scheduler Deployment once, from the DaskCluster as admitted. A
+cluster created before dask-gpu-parity was installed, or while its webhook was down, keeps a
+scheduler without parity. This module compares the Deployment's pod template with what
+``evaluate`` would have made of it, and remembers what it already reported.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .engine import evaluate
+from .findings import Finding, Severity
+from .gpu import as_map
+from .patch import Operation, diff
+from .placement import Inventory
+from .policy import Policy
+
+__all__ = ["Report", "Tracker"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What is wrong with one scheduler Deployment."""
+
+    namespace: str
+    cluster: str
+    deployment: str
+    findings: tuple[Finding, ...]
+    repair_patch: list[Operation] | None  # JSON Patch for the Deployment, when fixable
+    new: bool  # not reported before for this Deployment generation
+
+    def message(self, *, repairing: bool) -> str:
+        """The Event message: what lacks parity and what happens next."""
+        codes = ", ".join(sorted({f.code for f in self.findings}))
+        first = self.findings[0]
+        text = f"Scheduler Deployment {self.deployment} lacks GPU parity ({codes}): {first.message}"
+        if repairing:
+            return (
+                text
+                + ". Repairing: patching the Deployment restarts the scheduler and loses its state"
+            )
+        return text + (
+            ". Recreate the DaskCluster to fix it (the dask operator never updates the scheduler), "
+            "or allow repair in the DaskGPUPolicy (spec.drift.repair; restarts the scheduler)"
+        )
+
+
+class Tracker:
+    """Drifted clusters by namespace, reported once per Deployment generation."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], Any] = {}
+        self._drifted: dict[tuple[str, str], bool] = {}
+
+    def check(
+        self,
+        cluster: Mapping[str, Any],
+        deployment: Mapping[str, Any],
+        policy: Policy,
+        inventory: Inventory | None,
+    ) -> Report | None:
+        """A report when the Deployment's scheduler lacks parity, else ``None``."""
+        meta = as_map(deployment.get("metadata"))
+        namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        template = as_map(as_map(as_map(deployment.get("spec")).get("template")).get("spec"))
+        synthetic = copy.deepcopy(dict(cluster))
+        spec = synthetic.setdefault("spec", {})
+        if not isinstance(spec, dict) or not isinstance(spec.get("scheduler"), dict):
+            return None
+        spec["scheduler"]["spec"] = copy.deepcopy(dict(template))
+        result = evaluate(synthetic, policy, inventory)
+        findings = tuple(
+            f
+            for f in result.findings
+            if f.code not in ("DGP011", "DGP012") and (f.severity is Severity.ERROR or f.fixable)
+        )
+        key = (namespace, str(as_map(cluster.get("metadata")).get("name", "")))
+        self._drifted[key] = bool(findings)
+        if not findings:
+            return None
+        fixed = result.patched["spec"]["scheduler"]["spec"]
+        ops = [{**op, "path": "/spec/template/spec" + op["path"]} for op in diff(template, fixed)]
+        generation = meta.get("generation"), meta.get("uid")
+        new = self._seen.get((namespace, name)) != generation
+        self._seen[(namespace, name)] = generation
+        return Report(namespace, key[1], name, findings, ops or None, new)
+
+    def forget(self, namespace: str, cluster: str) -> None:
+        """Drop a cluster whose scheduler Deployment is gone."""
+        self._drifted.pop((namespace, cluster), None)
+
+    def counts(self) -> dict[str, int]:
+        """Drifted clusters per namespace."""
+        out: dict[str, int] = {}
+        for (namespace, _), drifted in self._drifted.items():
+            if drifted:
+                out[namespace] = out.get(namespace, 0) + 1
+        return out

@@ -1,0 +1,130 @@
+"""What admission answers in each mode, without a server."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from dask_gpu_parity import decisions
+from dask_gpu_parity.placement import Inventory
+from dask_gpu_parity.policy import Mode, Policy, load, select
+from dask_gpu_parity.webhooks import WebhookValues, configurations
+
+from .helpers import cluster, example, nodes
+
+INVENTORY = Inventory.from_nodes(nodes())
+
+
+def test_enforce_mutates_with_one_short_warning_per_change() -> None:
+    decision = decisions.mutate(example("gpu-cluster-tcp.yaml"), Policy(), INVENTORY)
+    assert decision.patched is not None
+    assert decision.denial is None
+    fixed = [f for f in decision.findings if f.fixable]
+    assert len(decision.warnings) == len(fixed) >= 4
+    assert all(w.startswith("dask-gpu-parity DGP") and len(w) < 120 for w in decision.warnings)
+    assert any("DGP001 scheduler has no gpu: fixed /spec/scheduler" in w for w in decision.warnings)
+    after = decisions.validate(decision.patched, Policy(), INVENTORY)
+    assert after.denial is None
+    assert after.warnings == ()
+
+
+def test_enforce_denies_what_mutation_cannot_fix() -> None:
+    mutated = decisions.mutate(example("gpu-cluster-ucx.yaml"), Policy(), INVENTORY).patched
+    decision = decisions.validate(mutated, Policy(), INVENTORY)
+    assert decision.denial is not None
+    assert "DGP013 at /spec/scheduler/spec: No node can take the scheduler" in decision.denial
+
+
+@pytest.mark.parametrize("mode", [Mode.WARN, Mode.AUDIT])
+def test_warn_and_audit_never_deny(mode: Mode) -> None:
+    policy = Policy(mode=mode)
+    mutated = decisions.mutate(example("gpu-cluster-ucx.yaml"), policy, INVENTORY)
+    if mode is Mode.AUDIT:
+        assert mutated.patched is None
+    body = mutated.patched or example("gpu-cluster-ucx.yaml")
+    decision = decisions.validate(body, policy, INVENTORY)
+    assert decision.denial is None
+    assert any("DGP013" in w for w in decision.warnings)
+    if mode is Mode.AUDIT:
+        assert any("DGP001" in w for w in decision.warnings)
+        assert all(w.startswith("dask-gpu-parity audit: ") for w in decision.warnings)
+
+
+def test_off_and_opt_outs_skip_everything() -> None:
+    ucx = example("gpu-cluster-ucx.yaml")
+    assert decisions.mutate(ucx, Policy(mode=Mode.OFF), INVENTORY).skipped
+    assert decisions.validate(ucx, Policy(), INVENTORY, namespace_skip=True).skipped
+    opted = cluster(annotations={"gpuparity.dask.org/skip": "true"})
+    decision = decisions.mutate(opted, Policy(), INVENTORY)
+    assert decision.patched is None
+    assert "resource opted out" in (decision.skipped or "")
+
+
+def test_cpu_only_is_allowed_untouched() -> None:
+    cpu = example("cpu-cluster.yaml")
+    assert decisions.mutate(cpu, Policy(), INVENTORY).patched is None
+    assert decisions.validate(cpu, Policy(), INVENTORY) == decisions.Decision()
+
+
+def test_worker_group_against_its_cluster() -> None:
+    group, cpu = example("gpu-workergroup.yaml"), example("cpu-cluster.yaml")
+    denied = decisions.validate(group, Policy(), INVENTORY, cluster=cpu)
+    assert denied.denial is not None
+    assert "DGP015" in denied.denial
+
+
+def test_missing_worker_is_denied_clearly() -> None:
+    doc = cluster()
+    del doc["spec"]["worker"]
+    decision = decisions.validate(doc, Policy(), INVENTORY)
+    assert decision.denial is not None
+    assert "DGP011 at /spec/worker: Required value" in decision.denial
+
+
+def test_policy_selection_by_namespace_and_priority() -> None:
+    def policy(name: str, priority: int, selector: dict[str, object]) -> Policy:
+        return load(
+            {
+                "apiVersion": "gpuparity.dask.org/v1alpha1",
+                "kind": "DaskGPUPolicy",
+                "metadata": {"name": name},
+                "spec": {"priority": priority, "namespaceSelector": selector, "mode": "warn"},
+            }
+        )
+
+    team = policy("team", 10, {"matchLabels": {"team": "ml"}})
+    everyone = policy("everyone", 0, {})
+    not_dev = policy(
+        "not-dev", 5, {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}
+    )
+    assert select([everyone, team, not_dev], {"team": "ml"}).name == "team"
+    assert select([everyone, team, not_dev], {"env": "prod"}).name == "not-dev"
+    assert select([everyone, not_dev], {"env": "dev"}).name == "everyone"
+    assert select([team], {"env": "dev"}) == Policy()
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1:9443", None])
+def test_webhook_configurations(url: str | None) -> None:
+    values = WebhookValues(ca_bundle=b"CA", url=url, service_name="dgp", service_namespace="ops")
+    mutating, validating = configurations(values)
+    assert [w["rules"][0]["resources"] for w in mutating["webhooks"]] == [
+        ["daskclusters"],
+        ["daskjobs"],
+    ]
+    assert [w["rules"][0]["resources"][0] for w in validating["webhooks"]] == [
+        "daskclusters",
+        "daskjobs",
+        "daskworkergroups",
+    ]
+    for webhook in mutating["webhooks"] + validating["webhooks"]:
+        assert webhook["rules"][0]["operations"] == ["CREATE"]
+        assert webhook["sideEffects"] == "None"
+        assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == b"CA"
+        handler = webhook["name"].split(".")[0]
+        if url:
+            assert webhook["clientConfig"]["url"] == f"{url}/{handler}"
+        else:
+            assert webhook["clientConfig"]["service"]["path"] == f"/{handler}"
+        excluded = webhook["namespaceSelector"]["matchExpressions"][0]
+        assert excluded["values"] == ["kube-system"]
