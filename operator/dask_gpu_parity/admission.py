@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+import aiohttp.web
 import kopf
 from kubernetes import client, config
 
-from . import decisions, drift, metrics
+from . import decisions, drift, metrics, webhooks
 from .gpu import as_map
 from .placement import GpuNode, Inventory
 from .policy import POLICY_API_VERSION, Policy, PolicyError, load, select
@@ -61,7 +63,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=PREFIX, key="last-handled-configuration"
     )
-    settings.admission.server = kopf.WebhookServer(
+    settings.admission.server = _WebhookServer(
         addr=_OPTIONS.addr,
         port=_OPTIONS.port,
         certfile=_OPTIONS.certfile,
@@ -319,6 +321,137 @@ def _repair(report: drift.Report) -> None:
         report.repair_patch,
         _content_type="application/json-patch+json",
     )
+
+
+# The HTTP edge: every POST is answered with an AdmissionReview, never an HTTP error.
+
+_REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+_ROUTES = dict((*webhooks.MUTATING, *webhooks.VALIDATING))  # handler id (path) -> plural
+_MAX_MESSAGE = 400
+_EDGE_RESULTS = {400: "malformed", 404: "malformed", 500: "error"}
+
+
+def _review(
+    data: Any, *, allowed: bool, message: str = "", code: int = 200, warning: str = ""
+) -> dict[str, Any]:
+    """An AdmissionReview answer built here, for a request kopf is not given or failed on."""
+    review = as_map(data)
+    uid = as_map(review.get("request")).get("uid")
+    version = review.get("apiVersion")
+    response: dict[str, Any] = {"uid": uid if isinstance(uid, str) else "", "allowed": allowed}
+    if message:
+        text = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"
+        response["status"] = {"code": code, "message": text}
+    if warning:
+        response["warnings"] = [warning]
+    return {
+        "apiVersion": version if version in _REVIEW_VERSIONS else _REVIEW_VERSIONS[0],
+        "kind": "AdmissionReview",
+        "response": response,
+    }
+
+
+def _malformed(data: Any, what: str) -> dict[str, Any]:
+    return _review(data, allowed=False, code=400, message=f"Malformed AdmissionReview: {what}")
+
+
+def _triage(data: Any, webhook: str) -> dict[str, Any] | None:
+    """The answer to a request kopf must not see, or ``None`` to let kopf answer it.
+
+    kopf answers bad bodies with HTTP 400/404/500 (the API server then reports an opaque
+    "failed calling webhook"), answers a path without a handler id with ``allowed: true``
+    (fail-open, reference/kopf.md §1.4), and keeps a memo per object for UPDATE and DELETE.
+    """
+    if not isinstance(data, Mapping):
+        return _malformed(data, f"expected a JSON object, found {type(data).__name__}")
+    if data.get("kind") != "AdmissionReview" or data.get("apiVersion") not in _REVIEW_VERSIONS:
+        return _malformed(data, "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview")
+    request = data.get("request")
+    if not isinstance(request, Mapping):
+        return _malformed(data, "request is missing or not an object")
+    if webhook not in _ROUTES:
+        known = ", ".join(f"/{handler}" for handler in _ROUTES)
+        return _review(
+            data,
+            allowed=False,
+            code=404,
+            message=f"dask-gpu-parity has no webhook at path /{webhook}: point the webhook "
+            f"configuration's clientConfig at one of {known}",
+        )
+    uid, resource = request.get("uid"), as_map(request.get("resource"))
+    if not isinstance(uid, str) or not uid:
+        return _malformed(data, "request.uid must be a non-empty string")
+    group, version, plural = (resource.get(k) for k in ("group", "version", "resource"))
+    if not all(isinstance(v, str) for v in (group, version, plural)):
+        return _malformed(data, "request.resource needs group, version and resource strings")
+    if (group, version) != DASK or plural not in _ROUTES.values():
+        return _review(
+            data,
+            allowed=True,
+            warning=f"dask-gpu-parity does not check {plural}.{group or 'core'}/{version}: "
+            "allowed unchecked; limit the webhook configuration's rules to Dask resources",
+        )
+    if plural != _ROUTES[webhook]:
+        return _review(
+            data,
+            allowed=False,
+            code=400,
+            message=f"Webhook /{webhook} checks {_ROUTES[webhook]}, not {plural}: fix the rules "
+            "of the webhook configuration (dask-gpu-parity webhook-config prints them)",
+        )
+    if request.get("operation") != "CREATE":
+        return _review(data, allowed=True)  # the dask operator reads the spec at creation only
+    if not isinstance(request.get("userInfo"), Mapping):
+        return _malformed(data, "request.userInfo is missing or not an object")
+    body = request.get("object")
+    if not isinstance(body, Mapping) or not isinstance(body.get("metadata", {}), Mapping):
+        return _malformed(data, "request.object must be an object with metadata an object")
+    return None
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _WebhookServer(kopf.WebhookServer):
+    """kopf's HTTPS server (certificate reloading included), robust to any request body."""
+
+    @staticmethod
+    async def _serve(fn: kopf.WebhookFn, request: aiohttp.web.Request) -> aiohttp.web.Response:
+        webhook = request.match_info.get("id", "")
+        data: Any = None
+        try:
+            data = json.loads(await request.read(), parse_constant=_no_constants)
+        except aiohttp.web.HTTPRequestEntityTooLarge:
+            answer = _malformed(None, "the body is larger than the server accepts")
+        except (ValueError, RecursionError) as exc:
+            answer = _malformed(None, f"the body is not JSON ({exc})")
+        else:
+            answer = _triage(data, webhook) or await _delegate(fn, data, webhook, request)
+        code = as_map(answer["response"].get("status")).get("code")
+        if code in _EDGE_RESULTS:  # kopf's own answers are counted by the handlers
+            route = webhook if webhook in _ROUTES else "unknown"  # bounded label values
+            metrics.ADMISSIONS.labels("-", "-", route, _EDGE_RESULTS[code]).inc()
+        return aiohttp.web.json_response(answer)
+
+
+async def _delegate(
+    fn: kopf.WebhookFn, data: Any, webhook: str, request: aiohttp.web.Request
+) -> dict[str, Any]:
+    """The answer of kopf; an unexpected failure becomes a denial that says so."""
+    sslpeer = request.transport.get_extra_info("peercert") if request.transport else None
+    try:
+        answer = await fn(data, webhook=webhook, headers=dict(request.headers), sslpeer=sslpeer)
+    except Exception as exc:
+        log.exception(f"Webhook /{webhook} failed on request {_review(data, allowed=False)}")
+        return _review(
+            data,
+            allowed=False,
+            code=500,
+            message=f"dask-gpu-parity failed on this request ({type(exc).__name__}: {exc}); "
+            "see the operator log",
+        )
+    return dict(answer)
 
 
 def run(options: Options, *, json_logs: bool = False, verbose: bool = False) -> None:

@@ -6,7 +6,6 @@ adds or sets what parity needs, and applying it twice changes nothing.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -79,11 +78,11 @@ def evaluate(
     dask = view(resource)
     if dask is None or opted_out(resource):
         return Result(resource, resource)
-    patched: dict[str, Any] = copy.deepcopy(dict(resource))
-    worker_gpus = gpu_requests(get_in(patched, dask.worker_path or ()))
-    findings = _schema_findings(patched, dask.kind, fix=bool(worker_gpus))
-    if not worker_gpus:
-        return Result(resource, copy.deepcopy(dict(resource)), tuple(findings))
+    worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()))
+    if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
+        return Result(resource, resource, tuple(_schema_findings(resource, dask.kind, fix=False)))
+    patched: dict[str, Any] = _copy(resource)
+    findings = _schema_findings(patched, dask.kind, fix=True)
     if dask.scheduler_path is not None:
         findings += rules.cluster_parity(patched, dask, policy, inventory, worker_gpus)
     elif cluster is not None:
@@ -91,7 +90,16 @@ def evaluate(
     return Result(resource, patched, tuple(findings))
 
 
-def _schema_findings(patched: dict[str, Any], kind: str, *, fix: bool) -> list[Finding]:
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (several times faster than ``copy.deepcopy``)."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> list[Finding]:
     """Schema issues as findings; in GPU resources, number quantities are quoted in place."""
     findings: list[Finding] = []
     for issue in schema.validate(patched, kind):

@@ -7,6 +7,7 @@ documents that changed, so comments, key order and every other document stay byt
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import json
@@ -15,7 +16,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ class Document:
     index: int  # document number in the source, from 0
     line: int  # first line of the document, from 1
     data: Any
-    node: Any = field(repr=False, default=None)  # the composed YAML node, for line lookups
+    end: int = 0  # last line (from 1) of the document
     prefix: str = ""  # JSON Pointer of the object inside the document (List items)
 
 
@@ -129,7 +130,9 @@ def parse(source: Source) -> list[Document]:
                 if anchors:
                     _refuse_bombs(node, source, line)
                 data = loader.construct_document(node)
-                documents.extend(_objects(source, index, line, data, node))
+                mark = node.end_mark  # at column 0 it is the next document's first line
+                end = mark.line + (1 if mark.column else 0)
+                documents.extend(_objects(source, index, line, end, data))
             index += 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -146,7 +149,7 @@ def parse(source: Source) -> list[Document]:
     return documents
 
 
-def _objects(source: Source, index: int, line: int, data: Any, node: Any) -> Iterator[Document]:
+def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
     if data is None:
         return
     if not isinstance(data, dict):
@@ -157,11 +160,9 @@ def _objects(source: Source, index: int, line: int, data: Any, node: Any) -> Ite
     if data.get("kind") == "List" and isinstance(data.get("items"), list):
         for i, item in enumerate(data["items"]):
             if isinstance(item, dict):
-                yield Document(
-                    source, index, line, item, _child(node, ["items", str(i)]), f"/items/{i}"
-                )
+                yield Document(source, index, line, item, end, f"/items/{i}")
         return
-    yield Document(source, index, line, data, node)
+    yield Document(source, index, line, data, end)
 
 
 def _refuse_bombs(root: Any, source: Source, line: int) -> None:
@@ -203,16 +204,101 @@ def _child(node: Any, segments: list[str]) -> Any:
     return node
 
 
+@functools.lru_cache(maxsize=4)
+def _lines(text: str) -> list[tuple[int, str] | None]:
+    """Each line's indentation and content, ``None`` for blank and comment lines."""
+    return [_column(line) for line in _LINE.findall(text)]
+
+
 def locate(document: Document, ptr: str) -> int:
-    """The line (from 1) of the deepest node on ``ptr`` that exists in the document."""
-    node, line = document.node, document.line
-    for segment in split_pointer(ptr):
-        node = _child(node, [segment])
-        mark = getattr(node, "start_mark", None)
-        if mark is None:
+    """The line (from 1) of the deepest key or item on ``ptr`` found in the document's text.
+
+    A text walk over block-style YAML (what manifests use): no second parse, no node trees
+    kept from :func:`parse`. Flow-style values end the walk at the line where they start.
+    """
+    lines = _lines(document.source.text)
+    scope: _Scope = (document.line - 1, min(document.end, len(lines)), None)
+    found = document.line
+    for segment in split_pointer(document.prefix + ptr):
+        step = _item(lines, scope, int(segment)) if segment.isdigit() else None
+        if step is None:
+            step = _key(lines, scope, segment)
+        if step is None:
             break
-        line = int(mark.line) + 1
-    return line
+        found, scope = step[0] + 1, step[1]
+    return found
+
+
+_Scope = tuple[int, int, int | None]  # first line, end line, content column of the first line
+
+
+def _column(line: str) -> tuple[int, str] | None:
+    """Indentation and content of a line that holds YAML content (not blank, not a comment)."""
+    content = line.lstrip(" ")
+    if not content.strip() or content.startswith("#"):
+        return None
+    return len(line) - len(content), content.rstrip("\r\n")
+
+
+def _key(lines: list[tuple[int, str] | None], scope: _Scope, key: str) -> tuple[int, _Scope] | None:
+    lo, hi, first = scope
+    column = None
+    for i in range(lo, hi):
+        found = lines[i]
+        if found is None:
+            continue
+        col, text = found
+        if i == lo and first is not None:
+            text = text[first - col :]
+            col = first
+        if column is None:
+            column = col
+        if col < column:
+            return None
+        if col == column and text.split(":", 1)[0].strip().strip("\"'") == key and ":" in text:
+            end = i + 1
+            while end < hi:
+                nxt = lines[end]
+                if nxt is not None and (
+                    nxt[0] < column or (nxt[0] == column and not nxt[1].startswith("-"))
+                ):
+                    break
+                end += 1
+            if (
+                text.rstrip().endswith(":")
+                or text.rstrip().endswith("|")
+                or text.rstrip().endswith(">")
+            ):
+                return i, (i + 1, end, None)
+            return i, (i, i + 1, None)  # an inline value: nothing deeper to find
+    return None
+
+
+def _item(
+    lines: list[tuple[int, str] | None], scope: _Scope, index: int
+) -> tuple[int, _Scope] | None:
+    lo, hi, _ = scope
+    dash = None
+    count = -1
+    start = None
+    for i in range(lo, hi):
+        found = lines[i]
+        if found is None:
+            continue
+        col, text = found
+        if dash is None:
+            if not text.startswith("-"):
+                return None
+            dash = col
+        if col < dash or (col == dash and not text.startswith("-")):
+            break
+        if col == dash:
+            if start is not None:
+                return start, (start, i, dash + 2)
+            count += 1
+            if count == index:
+                start = i
+    return (start, (start, hi, dash + 2)) if start is not None and dash is not None else None
 
 
 def _document_starts(source: Source) -> list[int]:

@@ -74,7 +74,7 @@ def test_json_output_shape() -> None:
         "namespace": "",
         "file": str(EXAMPLES / "gpu-cluster-tcp.yaml"),
         "document": 1,
-        "line": 22,
+        "line": 21,
     }
     assert data["summary"]["errors"] == 3
     assert data["summary"]["resources"] == 1
@@ -111,7 +111,7 @@ def test_github_output() -> None:
     _, out, _ = run(["check", str(EXAMPLES / "gpu-cluster-tcp.yaml"), "-o", "github"])
     first = out.splitlines()[0]
     assert first.startswith("::error file=")
-    assert ",line=22,title=DGP001 Scheduler has no GPU::" in first
+    assert ",line=21,title=DGP001 Scheduler has no GPU::" in first
 
 
 def test_stdin_and_non_dask_documents(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -321,3 +321,19 @@ def test_worker_group_checked_against_cluster_in_the_same_input() -> None:
     )
     assert [f["code"] for f in found] == ["DGP015"]
     assert run(["check", str(EXAMPLES / "gpu-workergroup.yaml")])[0] == 0
+
+
+def test_lines_point_into_the_right_document_of_a_stream(tmp_path: Path) -> None:
+    cpu = (EXAMPLES / "cpu-cluster.yaml").read_text()
+    tcp = (EXAMPLES / "gpu-cluster-tcp.yaml").read_text()
+    path = tmp_path / "stream.yaml"
+    path.write_text(cpu + "---\n" + tcp + "---\n" + tcp)
+    found = _findings(["check", str(path)])
+    offset = cpu.count("\n") + 1
+    first = next(f for f in found if f["resource"]["document"] == 2)
+    second = next(f for f in found if f["resource"]["document"] == 3)
+    assert first["code"] == "DGP001"
+    assert first["resource"]["line"] == offset + 21
+    assert second["resource"]["line"] == offset + tcp.count("\n") + 1 + 21
+    lines = path.read_text().splitlines()
+    assert lines[first["resource"]["line"] - 1].strip() == "resources:"
