@@ -405,7 +405,7 @@ def _settings(argv: list[str] | None) -> dict[str, str]:
     return {env: args[env] or os.environ.get(env) or _DEFAULTS.get(env, "") for env in ENV_VARS}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear run, one summary
     """Run the checks; print one JSON line; return 0 ok, 1 a check failed, 2 probe error."""
     start = time.perf_counter()
     settings = _settings(argv)
@@ -413,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     probe, checks, code = _Probe(settings), [], 0
     summary: dict[str, Any] = {"ok": False, "failed_check": None, "reason": None}
     current = ["setup"]
+    watchdog: threading.Timer | None = None
 
     def _timeout() -> None:
         reason = (
@@ -437,7 +438,6 @@ def main(argv: list[str] | None = None) -> int:
                 entry["result"] = step()
             finally:
                 entry["duration_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-        watchdog.cancel()
         summary["ok"] = True
         f = probe.facts
         message = (
@@ -454,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 2
         message = f"gpu-parity-check could not run ({current[0]}): {type(exc).__name__}: {exc}"
         summary.update(failed_check=current[0], reason=message)
+    finally:
+        if watchdog is not None:  # never outlive main(): verify-gpu runs it in process
+            watchdog.cancel()
     summary.update(probe.facts, checks=checks)
     summary["wall_ms"] = round((time.perf_counter() - start) * 1000, 1)
     print(json.dumps(summary), flush=True)

@@ -654,3 +654,23 @@ def test_env_vars_are_the_documented_settings() -> None:
     text = (Path(__file__).parents[2] / "docs" / "probe.md").read_text()
     assert all(f"`{name}`" in text for name in probe.ENV_VARS)
     assert all(f"| {name} |" in text or f"| `{name}` |" in text for name in probe.CHECKS)
+
+
+def test_in_process_main_leaves_no_watchdog_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed in-process run must cancel its timer, or it would kill the caller later."""
+    import threading
+
+    def no_library(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
+    before = {t for t in threading.enumerate() if isinstance(t, threading.Timer)}
+    assert probe.main(["--termination-log", str(tmp_path / "log")]) == 1
+    capsys.readouterr()
+    alive = {t for t in threading.enumerate() if isinstance(t, threading.Timer) and t.is_alive()}
+    leftover = alive - before
+    for timer in leftover:
+        timer.join(timeout=1)
+    assert not [t for t in leftover if t.is_alive()]

@@ -1,0 +1,7 @@
+def pytest_addoption(parser):
+    parser.addoption(
+        "--kubeconfig",
+        default=None,
+        help="run e2e tests against this cluster instead of starting the proving ground "
+        "(KUBECONFIG works too)",
+    )

@@ -1,0 +1,76 @@
+"""The whole proving ground in one object: control plane, node pools, Dask CRDs and operator."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from kubernetes import client
+
+from .binaries import Binaries
+from .cluster import ControlPlane
+from .dask_operator import DaskOperator, install_crds
+from .nodes import api_client, create_nodes, wait_nodes_ready
+from .pools import node_manifests, pools
+
+__all__ = ["ProvingGround"]
+
+
+class ProvingGround:
+    """``ControlPlane`` + kwok node pools + the Dask CRDs + the dask-kubernetes operator.
+
+    ``start()`` runs the stages in order and records how long each took in ``timings``;
+    ``stop()`` (or leaving the ``with`` block) stops everything it started.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        sizes: Mapping[str, int] | None = None,
+        dask_operator: bool = True,
+        binaries: Binaries | None = None,
+    ) -> None:
+        self.control_plane = ControlPlane(run_dir, binaries=binaries)
+        self.sizes = dict(sizes or {})
+        self.with_dask_operator = dask_operator
+        self.dask_operator: DaskOperator | None = None
+        self.api: client.ApiClient | None = None
+        self.timings: dict[str, float] = {}
+
+    def start(self) -> ProvingGround:
+        """Start the control plane, create and await the nodes, install CRDs, run the operator."""
+        t0 = time.monotonic()
+        cp = self.control_plane
+        try:
+            cp.start()
+            self.timings["control plane ready"] = time.monotonic() - t0
+            self.api = api_client(cp.kubeconfig)
+            expected = sum(p.size for p in pools(self.sizes))
+            create_nodes(self.api, node_manifests(self.sizes))
+            wait_nodes_ready(self.api, expected)
+            self.timings["nodes ready"] = time.monotonic() - t0
+            if self.with_dask_operator:
+                install_crds(cp.kubectl)
+                self.dask_operator = DaskOperator(cp.kubeconfig, cp.logs, env=cp.env).start()
+                self.timings["dask operator live"] = time.monotonic() - t0
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the operator, then the control plane."""
+        if self.dask_operator is not None:
+            self.dask_operator.stop()
+        if self.api is not None:
+            self.api.close()
+            self.api = None
+        self.control_plane.stop()
+
+    def __enter__(self) -> ProvingGround:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,50 @@
+"""``make proving-ground``: start everything and keep it up until Ctrl-C (for poking around)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .binaries import BinariesMissingError, StaleCacheError
+from .ground import ProvingGround
+from .process import ComponentError
+
+__all__ = ["main"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start the proving ground and block until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(prog="make proving-ground")
+    parser.add_argument("--run-dir", type=Path, default=REPO / ".run" / "proving-ground")
+    parser.add_argument("--no-dask-operator", action="store_true")
+    args = parser.parse_args(argv)
+    if args.run_dir.exists():
+        shutil.rmtree(args.run_dir)
+    try:
+        ground = ProvingGround(args.run_dir, dask_operator=not args.no_dask_operator).start()
+    except (BinariesMissingError, StaleCacheError, ComponentError, TimeoutError) as exc:
+        print(f"proving-ground: {exc}", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    cp = ground.control_plane
+    print(f"Ready in {ground.timings}. In another shell:")
+    print(f"  export KUBECONFIG={cp.kubeconfig}")
+    print(f"  {cp.binaries.kubectl} get nodes -L nvidia.com/gpu.product")
+    print(f"Logs: {cp.logs}. Ctrl-C stops everything.", flush=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        ground.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""e2e fixtures: the proving ground (default) or any cluster given by --kubeconfig/KUBECONFIG.
+
+Without the proving-ground binaries the e2e tests skip locally and fail under CI=... so a
+green CI cannot hide a missing build step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from tests.controlplane import (
+    BinariesMissingError,
+    ControlPlane,
+    DaskOperator,
+    StaleCacheError,
+    api_client,
+    create_nodes,
+    find_binaries,
+    install_crds,
+    node_manifests,
+    pools,
+    wait_nodes_ready,
+)
+from tests.controlplane.process import log_tail
+
+
+@dataclass
+class E2ECluster:
+    """What tests need from a cluster, whichever kind it is."""
+
+    kubeconfig: Path
+    kubectl_bin: str
+    api: client.ApiClient
+    log_dir: Path
+    control_plane: ControlPlane | None = None  # None on an external cluster
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [self.kubectl_bin, "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc
+
+
+def _binaries_or_skip():
+    try:
+        return find_binaries()
+    except (BinariesMissingError, StaleCacheError) as exc:
+        reason = str(exc)
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: e2e tests must run, not skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def binaries():
+    """The proving-ground binaries (skip, or fail under CI, when they are not built)."""
+    return _binaries_or_skip()
+
+
+@pytest.fixture(scope="session")
+def cluster(request, tmp_path_factory) -> Iterator[E2ECluster]:
+    """A session-wide cluster: the proving ground unless --kubeconfig/KUBECONFIG is given."""
+    external = request.config.getoption("--kubeconfig") or os.environ.get("KUBECONFIG")
+    log_dir = tmp_path_factory.mktemp("e2e-logs")
+    if external:
+        kubectl = shutil.which("kubectl")
+        with contextlib.suppress(BinariesMissingError, StaleCacheError):
+            kubectl = str(find_binaries().kubectl)
+        if kubectl is None:
+            pytest.skip("No kubectl on PATH and no proving-ground kubectl: `make controlplane`")
+        api = api_client(external)
+        yield E2ECluster(Path(external), kubectl, api, log_dir)
+        api.close()
+        return
+    bins = _binaries_or_skip()
+    cp = ControlPlane(tmp_path_factory.mktemp("proving-ground"), binaries=bins)
+    request.config.stash[_CP_KEY] = cp
+    with cp:
+        api = api_client(cp.kubeconfig)
+        yield E2ECluster(cp.kubeconfig, str(bins.kubectl), api, cp.logs, cp)
+        api.close()
+
+
+_CP_KEY = pytest.StashKey[ControlPlane]()
+
+
+@pytest.fixture(scope="session")
+def node_pools(cluster: E2ECluster) -> dict[str, int]:
+    """The simulated GPU/CPU pools at their default sizes, Ready. Returns pool -> size."""
+    sizes = {p.name: p.size for p in pools()}
+    create_nodes(cluster.api, node_manifests(sizes))
+    try:
+        wait_nodes_ready(cluster.api, sum(sizes.values()), timeout=90)
+    except TimeoutError as exc:
+        if cluster.control_plane is None:
+            pytest.skip(f"Simulated nodes need kwok on this cluster: {exc}")
+        raise
+    return sizes
+
+
+@pytest.fixture(scope="session")
+def dask_operator(cluster: E2ECluster) -> Iterator[DaskOperator]:
+    """The dask-kubernetes CRDs plus its real controller (kopf), watching all namespaces."""
+    install_crds(cluster.kubectl)
+    with DaskOperator(cluster.kubeconfig, cluster.log_dir, env=cluster.env) as operator:
+        yield operator
+
+
+@pytest.fixture
+def namespace(cluster: E2ECluster, request) -> Iterator[str]:
+    """A fresh namespace per test, deleted (without waiting) afterwards."""
+    stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    name = f"e2e-{stem}-{uuid.uuid4().hex[:5]}"
+    cluster.kubectl("create", "namespace", name)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On an e2e failure, attach each component's log tail to the report."""
+    report = yield
+    cp = item.config.stash.get(_CP_KEY, None)
+    if report.failed and cp is not None and item.get_closest_marker("e2e"):
+        for log in sorted(cp.logs.glob("*.log")):
+            report.sections.append((f"proving ground: {log.name}", log_tail(log, 15)))
+    return report
