@@ -36,7 +36,7 @@ unit: $(STAMP) ## Unit, CLI and property tests (no cluster needed)
 	$(BIN)/pytest tests/unit
 
 .PHONY: test
-test: lint controlplane ## Everything CI runs: lint, unit, property and proving-ground e2e tests
+test: lint controlplane chart-tools ## Everything CI runs: lint, unit, property, e2e and chart tests
 	$(BIN)/pytest tests
 
 .PHONY: nightly
@@ -48,6 +48,7 @@ bench: $(STAMP) ## Benchmark `check` over 10,000 generated DaskClusters
 	$(BIN)/python benchmarks/check_throughput.py
 
 include tests/controlplane/controlplane.mk
+include tests/chart/chart.mk
 
 DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pathlib.Path(dask_kubernetes.__file__).parent / "operator/deployment/helm/dask-kubernetes-operator/crds")' 2>/dev/null)
 

@@ -1,3 +1,8 @@
+"""Options and plugins for the whole test tree."""
+
+pytest_plugins = ["tests.cluster_fixtures"]
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--kubeconfig",

@@ -1,4 +1,7 @@
-"""e2e fixtures: the proving ground (default) or any cluster given by --kubeconfig/KUBECONFIG.
+"""Cluster fixtures: the proving ground (default) or any cluster given by --kubeconfig/KUBECONFIG.
+
+Loaded once for the whole test tree (``tests/conftest.py``), so the e2e, admission and chart
+tests share one proving ground per session.
 
 Without the proving-ground binaries the e2e tests skip locally and fail under CI=... so a
 green CI cannot hide a missing build step.

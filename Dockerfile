@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# The dask-gpu-parity operator image: `docker build -t dask-gpu-parity .`
+#
+# Stage 1 builds the package as a wheel; the final stage installs that wheel (with the
+# `operator` extra) into a virtual environment from prebuilt wheels only, so the image has no
+# compilers, no build tools and no source tree. tests/chart/test_dockerfile.py runs the same
+# pip commands in a fresh venv, and lints this file with hadolint.
+FROM python:3.12-slim-bookworm AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_ROOT_USER_ACTION=ignore
+WORKDIR /src
+# .dockerignore lets in only pyproject.toml, README.md, LICENSE and operator/.
+COPY . .
+RUN python -m pip wheel --no-deps --wheel-dir /dist .
+
+FROM python:3.12-slim-bookworm
+LABEL org.opencontainers.image.title="dask-gpu-parity" \
+      org.opencontainers.image.description="Make the Dask scheduler match its GPU workers on Kubernetes" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_ROOT_USER_ACTION=ignore \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    VIRTUAL_ENV=/opt/dask-gpu-parity \
+    PATH=/opt/dask-gpu-parity/bin:$PATH
+# --only-binary=:all: fails the build rather than compile anything in this stage.
+RUN --mount=type=bind,from=build,source=/dist,target=/dist \
+    python -m venv "$VIRTUAL_ENV" \
+ && "$VIRTUAL_ENV/bin/pip" install --only-binary=:all: "$(echo /dist/dask_gpu_parity-*.whl)[operator]" \
+ && "$VIRTUAL_ENV/bin/pip" uninstall --yes pip \
+ && dask-gpu-parity --version
+# A numeric non-root user (the chart's runAsUser); it owns nothing in the image.
+USER 65532:65532
+EXPOSE 9443 8080 8081
+# kopf's liveness endpoint (the chart uses its own probes; this is for `docker run`).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8081/healthz', timeout=4)"]
+ENTRYPOINT ["dask-gpu-parity", "run"]
+CMD ["--tls-cert=/certs/tls.crt", "--tls-key=/certs/tls.key"]

@@ -1,0 +1,84 @@
+{{/* Names, labels and small shared pieces. */}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "dgp.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The release's full name: also the name of both webhook configurations, so that the
+out-of-cluster builder (operator/dask_gpu_parity/webhooks.py) and the chart agree when the
+release is called dask-gpu-parity.
+*/}}
+{{- define "dgp.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "dgp.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels that select this release's Pods (component added where it matters). */}}
+{{- define "dgp.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dgp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "dgp.labels" -}}
+helm.sh/chart: {{ include "dgp.chart" . }}
+{{ include "dgp.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: dask-gpu-parity
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "dgp.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dgp.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding tls.crt/tls.key (and ca.crt) for the webhook server. */}}
+{{- define "dgp.tlsSecretName" -}}
+{{- printf "%s-tls" (include "dgp.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The cert-manager Certificate whose CA cainjector copies into the webhook configurations. */}}
+{{- define "dgp.certificateName" -}}
+{{- printf "%s-serving" (include "dgp.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* DNS names of the webhook Service, as the API server dials it. */}}
+{{- define "dgp.serviceDNSNames" -}}
+{{- $svc := include "dgp.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) | toJson }}
+{{- end }}
+
+{{- define "dgp.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{- define "dgp.policyName" -}}
+{{- default (include "dgp.fullname" .) .Values.policy.name }}
+{{- end }}

@@ -1,0 +1,137 @@
+"""Rendering the chart with helm, and finding objects in the result (no cluster needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "dask-gpu-parity"
+CI_VALUES = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
+TOOLS = REPO / ".cache" / "chart-tools" / "bin"  # `make chart-tools`: checkov, hadolint
+RELEASE = "dask-gpu-parity"
+NAMESPACE = "dgp-system"
+TOOLS_HINT = "run `make chart-tools` (checkov and hadolint into .cache/chart-tools)"
+
+# Exactly what the operator calls (operator/dask_gpu_parity/admission.py with kopf 1.45), as
+# (API group, resource, verb). The chart README lists the same rows; test_render checks both.
+VERBS_USED = frozenset(
+    {
+        ("gpuparity.dask.org", "daskgpupolicies", "list"),
+        ("gpuparity.dask.org", "daskgpupolicies", "watch"),
+        ("kubernetes.dask.org", "daskclusters", "list"),
+        ("kubernetes.dask.org", "daskclusters", "watch"),
+        ("", "namespaces", "list"),
+        ("", "namespaces", "watch"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("apps", "deployments", "list"),
+        ("apps", "deployments", "watch"),
+        ("", "events", "create"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+    }
+)
+REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})
+MUTATING = ("mutate-daskcluster", "mutate-daskjob")
+VALIDATING = ("validate-daskcluster", "validate-daskjob", "validate-daskworkergroup")
+
+
+def helm_env(home: Path) -> dict[str, str]:
+    """Environment for helm with its config, cache and data under ``home`` (hermetic)."""
+    return {
+        **os.environ,
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+
+
+class Helm:
+    """The proving-ground helm binary, run with a private home."""
+
+    def __init__(self, binary: Path, home: Path, kubeconfig: Path | None = None) -> None:
+        self.binary = binary
+        self.env = helm_env(home)
+        if kubeconfig is not None:
+            self.env["KUBECONFIG"] = str(kubeconfig)
+
+    def run(
+        self, *args: str, check: bool = True, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        """Run helm; raise with its stderr when ``check`` and it fails."""
+        proc = subprocess.run(
+            [str(self.binary), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc
+
+    def template_args(
+        self,
+        values: Sequence[str] = (),
+        sets: Mapping[str, Any] | None = None,
+        *,
+        release: str = RELEASE,
+        namespace: str = NAMESPACE,
+    ) -> list[str]:
+        """Arguments of ``helm template`` (or install/upgrade after the verb)."""
+        args = [release, str(CHART), "--namespace", namespace]
+        for name in values:
+            args += ["--values", str(CHART / "ci" / name) if "/" not in name else name]
+        for key, value in (sets or {}).items():
+            if isinstance(value, str):
+                args += ["--set-string", f"{key}={value}"]
+            else:  # numbers and booleans, as YAML spells them
+                args += ["--set", f"{key}={json.dumps(value)}"]
+        return args
+
+    def template(
+        self,
+        values: Sequence[str] = (),
+        sets: Mapping[str, Any] | None = None,
+        *,
+        release: str = RELEASE,
+        namespace: str = NAMESPACE,
+    ) -> list[dict[str, Any]]:
+        """Render the chart; return its objects."""
+        args = self.template_args(values, sets, release=release, namespace=namespace)
+        out = self.run("template", *args).stdout
+        return [d for d in yaml.safe_load_all(out) if d]
+
+
+def find(objects: Iterable[Mapping[str, Any]], kind: str, name: str | None = None) -> list[Any]:
+    """Objects of ``kind`` (and ``name``)."""
+    return [
+        o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
+
+
+def one(objects: Iterable[Mapping[str, Any]], kind: str, name: str | None = None) -> Any:
+    """The single object of ``kind`` (and ``name``)."""
+    found = find(objects, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def rbac_rows(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
+    """Every (group, resource, verb) the chart's ClusterRoles and Roles grant."""
+    rows = set()
+    for role in (o for o in objects if o["kind"] in ("ClusterRole", "Role")):
+        for rule in role.get("rules", []):
+            for group in rule.get("apiGroups", []):
+                for resource in rule.get("resources", []):
+                    for verb in rule.get("verbs", []):
+                        rows.add((group, resource, verb))
+    return rows
