@@ -8,6 +8,7 @@ a one-line message on stderr and no traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -269,6 +270,10 @@ def main(
         args = _parser().parse_args(argv)
         if args.command == "verify-gpu":
             return probe.main(list(args.probe_args))
+        if args.command in ("check", "fix"):
+            # Manifests are acyclic dicts and lists that reference counting frees; the cyclic
+            # collector would only re-scan every parsed document, again and again, as input grows.
+            gc.disable()
         if args.command == "check":
             return _check(args, out)
         if args.command == "run":
@@ -284,6 +289,8 @@ def main(
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    finally:
+        gc.enable()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,11 @@ class Source:
     name: str
     text: str
 
+    @functools.cached_property
+    def columns(self) -> list[tuple[int, str] | None]:
+        """Each line's indentation and content, ``None`` for blank and comment lines."""
+        return [_column(line) for line in _LINE.findall(self.text)]
+
     @property
     def display(self) -> str:
         """The name shown in reports."""
@@ -204,10 +209,9 @@ def _child(node: Any, segments: list[str]) -> Any:
     return node
 
 
-@functools.lru_cache(maxsize=4)
-def _lines(text: str) -> list[tuple[int, str] | None]:
-    """Each line's indentation and content, ``None`` for blank and comment lines."""
-    return [_column(line) for line in _LINE.findall(text)]
+def _lines(source: Source) -> list[tuple[int, str] | None]:
+    """Each line's indentation and content, ``None`` for blank and comment lines (cached)."""
+    return source.columns
 
 
 def locate(document: Document, ptr: str) -> int:
@@ -216,7 +220,7 @@ def locate(document: Document, ptr: str) -> int:
     A text walk over block-style YAML (what manifests use): no second parse, no node trees
     kept from :func:`parse`. Flow-style values end the walk at the line where they start.
     """
-    lines = _lines(document.source.text)
+    lines = _lines(document.source)
     scope: _Scope = (document.line - 1, min(document.end, len(lines)), None)
     found = document.line
     for segment in split_pointer(document.prefix + ptr):

@@ -73,7 +73,9 @@ def _node_selector(ctx: Context, own_pool: bool) -> list[Finding]:
     wanted.update(pool)
     if not wanted:
         return []
-    selector = ctx.scheduler_spec.setdefault("nodeSelector", {})
+    if ctx.scheduler_spec.get("nodeSelector") is None:  # absent, or null (which the API drops)
+        ctx.scheduler_spec["nodeSelector"] = {}
+    selector = ctx.scheduler_spec["nodeSelector"]
     path = f"{ctx.scheduler_ptr}/nodeSelector"
     if not isinstance(selector, dict):
         return []
@@ -118,7 +120,9 @@ def _terms(spec: Mapping[str, Any]) -> list[Any] | None:
 def _set_terms(spec: dict[str, Any], terms: list[Any]) -> bool:
     node = spec
     for key in ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
-        child = node.setdefault(key, {})
+        if node.get(key) is None:  # absent, or null (which the API drops)
+            node[key] = {}
+        child = node[key]
         if not isinstance(child, dict):
             return False
         node = child

@@ -154,14 +154,18 @@ def _gpu(ctx: Context) -> list[Finding]:
 
 
 def _set_resources(container: dict[str, Any], sections: list[str], name: str, value: str) -> bool:
-    resources = container.setdefault("resources", {})
+    if container.get("resources") is None:  # absent, or null (which the API drops)
+        container["resources"] = {}
+    resources = container["resources"]
     if not isinstance(resources, dict):
         return False
     for section in sections:
-        values = resources.setdefault(section, {})
-        if not isinstance(values, dict):
+        if resources.get(section) is None:
+            resources[section] = {}
+        if not isinstance(resources[section], dict):
             return False
-        values[name] = value
+    for section in sections:
+        resources[section][name] = value
     return True
 
 
@@ -259,7 +263,7 @@ def _environment(ctx: Context) -> list[Finding]:
                     fixable=False,
                 )
             )
-    if env and "env" not in ctx.scheduler:
+    if env and ctx.scheduler.get("env") is None:  # absent, or null (which the API drops)
         ctx.scheduler["env"] = env
     return findings
 

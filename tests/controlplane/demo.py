@@ -1,14 +1,14 @@
-"""``make demo``: the proving ground, the real dask operator, the GPU examples, where Pods land.
+"""``make demo``: the proving ground, the real dask operator, dask-gpu-parity, where Pods land.
 
-Stages: build check -> control plane -> node pools -> Dask CRDs + operator -> *hooks* ->
-apply ``examples/`` -> wait for Pods -> one placement table per cluster -> stop everything.
-``run(hooks=[...])`` is where a later step inserts "start our operator and webhooks" so the
-same demo shows parity.
+Stages: build check -> control plane -> node pools -> Dask CRDs + dask operator -> our operator
+and webhooks (``--baseline`` leaves them out) -> apply ``examples/`` -> wait for Pods -> one
+placement table and a parity verdict per cluster -> the policy's T4 scheduler pool -> stop.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import time
@@ -21,13 +21,15 @@ import yaml
 from .binaries import BinariesMissingError, StaleCacheError, find_binaries
 from .ground import ProvingGround
 from .manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
-from .placement import format_table, placements, wait_for_placements
+from .parity import ParityOperator
+from .placement import PodPlacement, format_table, placements, wait_for_placements
 from .process import ComponentError
 
 __all__ = ["Hook", "main", "run"]
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_NAMESPACE = "dask-demo"
+POOL_NAMESPACE = "dask-demo-t4"  # labelled to match examples/policy.yaml's namespaceSelector
 Hook = Callable[[ProvingGround], None]
 
 
@@ -39,24 +41,86 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-def _cluster_name(doc: dict[str, Any]) -> str:
-    # A DaskJob's cluster is named after the job (dask-kubernetes controller).
-    return str(doc["metadata"]["name"])
+def _namespace(ground: ProvingGround, name: str, labels: dict[str, str] | None = None) -> None:
+    cp = ground.control_plane
+    if cp.kubectl("get", "namespace", name, check=False).returncode != 0:
+        cp.kubectl("create", "namespace", name)
+    for key, value in (labels or {}).items():
+        cp.kubectl("label", "namespace", name, f"{key}={value}", "--overwrite")
 
 
 def _apply(ground: ProvingGround, doc: dict[str, Any], source: str) -> bool:
     ns = doc["metadata"].get("namespace") or DEMO_NAMESPACE
     doc["metadata"]["namespace"] = ns
-    cp = ground.control_plane
-    if cp.kubectl("get", "namespace", ns, check=False).returncode != 0:
-        cp.kubectl("create", "namespace", ns)
-    proc = cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
+    _namespace(ground, ns)
+    proc = ground.control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
     what = f"{doc['kind']} {ns}/{doc['metadata']['name']} from {source}"
+    warnings = [f"    {line}" for line in proc.stderr.splitlines() if line.startswith("Warning: ")]
     if proc.returncode != 0:
-        _say(f"  FAILED to apply {what}:\n    {proc.stderr.strip()}")
+        _say(f"  DENIED {what}:\n    {proc.stderr.strip().splitlines()[-1]}")
         return False
-    _say(f"  applied {what}")
+    _say("\n".join([f"  applied {what}", *warnings]))
     return True
+
+
+def _verdict(rows: list[PodPlacement], pod_init: list[str]) -> str:
+    sched = [r for r in rows if r.component == "scheduler"]
+    workers = [r for r in rows if r.component == "worker"]
+    if not sched or not workers:
+        return "  -> no scheduler or workers placed"
+    (s,) = sched[:1]
+    if not s.requests_gpu:
+        return "  -> baseline: GPU workers, but the scheduler has no GPU, driver or CUDA"
+    same = all((w.driver, w.cuda) == (s.driver, s.cuda) for w in workers)
+    checks = [
+        f"GPU {s.gpu_request}"
+        + (" (workers' resource)" if s.gpu_request == workers[0].gpu_request else ""),
+        "workers' image" if s.image == workers[0].image else f"OTHER image {s.image}",
+        "init " + ",".join(pod_init) if pod_init else "NO init container",
+        f"driver {s.driver} / CUDA {s.cuda} " + ("= workers'" if same else "!= workers'"),
+    ]
+    ok = same and s.image == workers[0].image and "gpu-parity-check" in pod_init
+    return f"  -> {'parity' if ok else 'NO parity'}: " + "; ".join(checks)
+
+
+def _show(ground: ProvingGround, doc: dict[str, Any], source: str, deadline: float) -> bool:
+    assert ground.api is not None
+    ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
+    _say(f"\n{doc['kind']} {ns}/{name} ({source}):")
+    try:
+        rows = wait_for_placements(
+            ground.api,
+            ns,
+            name,
+            worker_replicas(doc),
+            timeout=max(deadline - time.monotonic(), 1.0),
+            settle_unschedulable=True,
+        )
+        ok = True
+    except TimeoutError as exc:
+        _say(f"  {exc}")
+        rows, ok = placements(ground.api, ns, name), False
+    _say(format_table(rows))
+    sched = [r for r in rows if r.component == "scheduler"]
+    init: list[str] = []
+    if sched:
+        pod = ground.control_plane.kubectl("get", "pod", "-n", ns, sched[0].pod, "-o", "json")
+        init = [c["name"] for c in json.loads(pod.stdout)["spec"].get("initContainers", [])]
+    _say(_verdict(rows, init))
+    return ok
+
+
+def _untouched(ground: ProvingGround, doc: dict[str, Any], source: str) -> bool:
+    """Apply a CPU-only cluster and show that admission left its spec as written."""
+    if not _apply(ground, doc, source):
+        return False
+    ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
+    stored = ground.control_plane.kubectl("get", "daskcluster", "-n", ns, name, "-o", "json")
+    same = (
+        json.loads(stored.stdout)["spec"]["scheduler"]["spec"] == doc["spec"]["scheduler"]["spec"]
+    )
+    _say(f"  -> CPU-only {ns}/{name}: scheduler spec {'untouched' if same else 'CHANGED'}")
+    return same
 
 
 def run(
@@ -64,15 +128,18 @@ def run(
     examples: Path,
     *,
     hooks: Sequence[Hook] = (),
+    parity: bool = True,
     sizes: dict[str, int] | None = None,
     timeout: float = 120,
 ) -> int:
-    """Run the demo; return 0 when every applied cluster's Pods were placed and shown."""
+    """Run the demo; return 0 when every cluster did what the demo says it does."""
     if run_dir.exists():
         shutil.rmtree(run_dir)
     t0 = time.monotonic()
+    failures = 0
     with ProvingGround(run_dir, sizes=sizes) as ground:
         cp = ground.control_plane
+        assert ground.api is not None
         _say(f"Proving ground up in {time.monotonic() - t0:.1f}s (run folder {run_dir})")
         _say(cp.kubectl("version").stdout.rstrip())
         _say(
@@ -86,41 +153,65 @@ def run(
         )
         for hook in hooks:
             hook(ground)
-
-        found, skipped = load_gpu_examples(examples) if examples.is_dir() else ([], [])
-        for note in skipped:
-            _say(f"  skipped {note}")
-        if not found:
-            _say(f"No GPU DaskCluster/DaskJob in {examples}; using the built-in baseline cluster")
-            found = [(Path("<built-in>"), gpu_dask_cluster("baseline-gpu"))]
-
-        applied = [(p, d) for p, d in found if _apply(ground, d, _rel(p))]
-        failures = len(found) - len(applied)
-        assert ground.api is not None
-        deadline = time.monotonic() + timeout
-        for path, doc in applied:
-            ns, name = doc["metadata"]["namespace"], _cluster_name(doc)
-            _say(f"\n{doc['kind']} {ns}/{name} ({_rel(path)}):")
-            left = max(deadline - time.monotonic(), 1.0)
-            try:
-                rows = wait_for_placements(
-                    ground.api,
-                    ns,
-                    name,
-                    worker_replicas(doc),
-                    timeout=left,
-                    settle_unschedulable=True,
-                )
-            except TimeoutError as exc:
-                _say(f"  {exc}")
-                rows = placements(ground.api, ns, name)
-                failures += 1
-            _say(format_table(rows))
-            sched = [r for r in rows if r.component == "scheduler"]
-            if sched and not any(r.requests_gpu for r in sched):
-                _say("  -> baseline: GPU workers, but the scheduler has no GPU, driver or CUDA")
+        operator = None
+        if parity:
+            operator = ParityOperator(cp, ground.api, cp.logs).start()
+            _say(f"\ndask-gpu-parity running, webhooks wired in ({operator.ready_seconds:.1f}s)")
+        try:
+            failures += _examples(ground, examples, timeout, parity=parity)
+            if parity:
+                failures += _scheduler_pool(ground, examples, timeout)
+        finally:
+            if operator is not None:
+                operator.stop()
     _say("\nProving ground stopped; nothing left running.")
     return 1 if failures else 0
+
+
+def _examples(ground: ProvingGround, examples: Path, timeout: float, *, parity: bool) -> int:
+    found, skipped = load_gpu_examples(examples) if examples.is_dir() else ([], [])
+    if not found:
+        _say(f"No GPU DaskCluster/DaskJob in {examples}; using the built-in baseline cluster")
+        found = [(Path("<built-in>"), gpu_dask_cluster("baseline-gpu"))]
+    failures = 0
+    _say("")
+    if parity and (examples / "cpu-cluster.yaml").is_file():
+        cpu = yaml.safe_load((examples / "cpu-cluster.yaml").read_text())
+        cpu["metadata"]["namespace"] = DEMO_NAMESPACE
+        failures += not _untouched(ground, cpu, "examples/cpu-cluster.yaml")
+        group = examples / "gpu-workergroup.yaml"
+        if group.is_file():
+            doc = yaml.safe_load(group.read_text())
+            doc["metadata"]["namespace"] = DEMO_NAMESPACE
+            failures += _apply(ground, doc, _rel(group))  # must be denied: DGP015
+    else:
+        for note in skipped:
+            _say(f"  skipped {note}")
+    applied = [(p, d) for p, d in found if _apply(ground, d, _rel(p))]
+    expected_denials = {"rapids-ucx"} if parity else set()
+    denied = {d["metadata"]["name"] for _, d in found} - {d["metadata"]["name"] for _, d in applied}
+    failures += len(denied ^ expected_denials)
+    deadline = time.monotonic() + timeout
+    for path, doc in applied:
+        failures += not _show(ground, doc, _rel(path), deadline)
+    return failures
+
+
+def _scheduler_pool(ground: ProvingGround, examples: Path, timeout: float) -> int:
+    """examples/policy.yaml sends schedulers to the T4 pool, on the workers' driver."""
+    policy, cluster = examples / "policy.yaml", examples / "gpu-cluster-tcp.yaml"
+    if not (policy.is_file() and cluster.is_file()):
+        return 0
+    selector = yaml.safe_load(policy.read_text())["spec"]["namespaceSelector"]["matchLabels"]
+    _say(f"\nWith {_rel(policy)} (scheduler pool Tesla-T4) in namespace {POOL_NAMESPACE}:")
+    ground.control_plane.kubectl("apply", "-f", str(policy))
+    _namespace(ground, POOL_NAMESPACE, selector)
+    time.sleep(2)  # the operator's policy and namespace indices catch up
+    doc = yaml.safe_load(cluster.read_text())
+    doc["metadata"]["namespace"] = POOL_NAMESPACE
+    if not _apply(ground, doc, _rel(cluster)):
+        return 1
+    return not _show(ground, doc, _rel(cluster), time.monotonic() + timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,11 +219,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__)
     parser.add_argument("--run-dir", type=Path, default=REPO / ".run" / "demo")
     parser.add_argument("--examples", type=Path, default=REPO / "examples")
-    parser.add_argument("--timeout", type=float, default=90, help="for all Pods, in seconds")
+    parser.add_argument("--timeout", type=float, default=120, help="for all Pods, in seconds")
+    parser.add_argument(
+        "--baseline", action="store_true", help="only the dask operator: the problem, not the fix"
+    )
     args = parser.parse_args(argv)
     try:
         find_binaries()
-        return run(args.run_dir, args.examples, timeout=args.timeout)
+        return run(args.run_dir, args.examples, parity=not args.baseline, timeout=args.timeout)
     except (BinariesMissingError, StaleCacheError, ComponentError, TimeoutError) as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
