@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .gpu import as_list, as_map, containers, is_gpu_resource, parse_quantity
+from .gpu import as_list, as_map, gpu_requests, is_gpu_resource, parse_quantity
 
 __all__ = [
     "CUDA_FULL",
@@ -134,20 +134,19 @@ class Inventory:
 
 
 def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:
-    """GPU resources the pod needs from a node (the largest of limits and requests per resource)."""
+    """GPU resources the pod needs from a node.
+
+    Per container the larger of limit and request, summed over the containers (as kube-scheduler
+    counts extended resources).
+    """
+    per_container: dict[tuple[int, str], Decimal] = {}
+    for request in gpu_requests(pod_spec):
+        key = (request.container, request.resource)
+        number = parse_quantity(request.quantity) or Decimal(0)
+        per_container[key] = max(per_container.get(key, Decimal(0)), number)
     demand: dict[str, Decimal] = {}
-    for _, container in containers(pod_spec):
-        resources = container.get("resources")
-        if not isinstance(resources, Mapping):
-            continue
-        for section in ("limits", "requests"):
-            values = resources.get(section)
-            if not isinstance(values, Mapping):
-                continue
-            for name, value in values.items():
-                number = parse_quantity(value)
-                if isinstance(name, str) and is_gpu_resource(name) and number:
-                    demand[name] = max(demand.get(name, Decimal(0)), number)
+    for (_, resource), number in per_container.items():
+        demand[resource] = demand.get(resource, Decimal(0)) + number
     return demand
 
 
