@@ -99,7 +99,12 @@ def _scheduler_pod_or_failure(cluster, namespace: str, name: str) -> tuple[Any, 
         if pods:
             return pods[0], ""
         events = core.list_namespaced_event(namespace).items
-        failures = [e.message for e in events if e.reason == "FailedCreate"]
+        failures = [
+            e.message
+            for e in events
+            if e.reason == "FailedCreate"
+            and e.involved_object.name.startswith(f"{name}-scheduler")  # not the workers'
+        ]
         if failures:
             return None, failures[0]
         time.sleep(1)
