@@ -3,7 +3,7 @@
 It runs beside the dask-kubernetes operator (also kopf) on the same resources, so it never uses
 kopf's defaults for what it writes (reference/kopf.md §7): its own finalizer and annotation
 prefix, no change handlers, timers or daemons on Dask resources (indices and ``on.event`` only),
-nothing written to Dask resources, its own peering (or none). kopf watches, keeps the indices
+nothing written to Dask resources, no peering (standalone). kopf watches, keeps the indices
 and serves HTTPS (reloading renewed certificates); the AdmissionReviews themselves are answered
 by ``_WebhookServer`` from those indices, at the paths ``webhooks.py`` names.
 """
@@ -49,7 +49,6 @@ class Options:
     addr: str = "0.0.0.0"  # a Pod serves on all its addresses
     metrics_port: int = 8080
     health_port: int = 8081
-    peering: str | None = None  # None: standalone (one replica runs the drift watch)
     drift: bool = True
 
 
@@ -279,7 +278,6 @@ def _count(webhook: str, kind: str, decision: decisions.Decision, started: float
 # Drift watch: existing clusters whose scheduler Deployment lacks parity.
 
 
-@kopf.on.event("apps", "v1", "deployments", labels={"dask.org/component": "scheduler"})
 async def scheduler_deployment(
     *,
     event: kopf.RawEvent,
@@ -288,9 +286,11 @@ async def scheduler_deployment(
     logger: kopf.Logger,
     **kwargs: Any,
 ) -> None:
-    """Report (and, if the policy allows, repair) a drifted scheduler within seconds."""
-    if _OPTIONS is None or not _OPTIONS.drift:
-        return
+    """Report (and, if the policy allows, repair) a drifted scheduler within seconds.
+
+    Registered by :func:`run` only when the drift watch is on, so webhook-only replicas
+    (``--no-drift``) do not stream the cluster's Deployments at all.
+    """
     indices = _Indices(kwargs)
     ns = namespace or ""
     name = as_map(as_map(body.get("metadata")).get("labels")).get("dask.org/cluster-name")
@@ -521,9 +521,14 @@ def run(options: Options, *, json_logs: bool = False, verbose: bool = False) -> 
         # (one per watch event) cost CPU at high rates; warnings and errors still show.
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    if options.drift:
+        kopf.on.event("apps", "v1", "deployments", labels={"dask.org/component": "scheduler"})(
+            scheduler_deployment
+        )
+    # Standalone: kopf peering would pause a standby replica's watches, and with them the
+    # indices its webhooks answer from. The chart runs the drift watch in one replica of its own.
     kopf.run(
         clusterwide=True,
-        standalone=options.peering is None,
-        peering_name=options.peering,
+        standalone=True,
         liveness_endpoint=f"http://{options.addr}:{options.health_port}/healthz",
     )

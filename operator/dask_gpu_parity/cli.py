@@ -79,11 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-port", type=int, default=8080, help="Prometheus /metrics port")
     run.add_argument("--health-port", type=int, default=8081, help="/healthz port")
     run.add_argument(
-        "--peering",
-        metavar="NAME",
-        help="kopf peering object shared by the replicas (default: standalone)",
+        "--no-drift",
+        action="store_true",
+        help="serve webhooks only (run the drift watch in exactly one replica)",
     )
-    run.add_argument("--no-drift", action="store_true", help="serve webhooks only")
     run.add_argument("--log-json", action="store_true", help="JSON log lines")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     config = commands.add_parser(
@@ -230,7 +229,6 @@ def _run(args: argparse.Namespace) -> int:
             addr=args.address,
             metrics_port=args.metrics_port,
             health_port=args.health_port,
-            peering=args.peering,
             drift=not args.no_drift,
         ),
         json_logs=args.log_json,
