@@ -15,7 +15,7 @@ from typing import Any
 from . import rules, schema
 from .findings import Finding, Severity
 from .gpu import gpu_requests, protocol
-from .patch import Operation, diff, pointer, split_pointer
+from .patch import Operation, apply_in_place, diff, pointer, split_pointer
 from .placement import Inventory
 from .policy import Policy
 from .resources import SKIP_ANNOTATION, get_in, view
@@ -105,8 +105,11 @@ def _schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> lis
     for issue in schema.validate(patched, kind):
         value = _at(patched, issue.path)
         quantity = isinstance(value, int | float) and not isinstance(value, bool)
-        if fix and quantity and _QUANTITY_PATH.search(issue.path):
-            _set(patched, issue.path, _quantity_string(value))
+        if fix and quantity and isinstance(patched, dict) and _QUANTITY_PATH.search(issue.path):
+            # _at found the value, so its parent exists: a plain replace applies.
+            apply_in_place(
+                patched, [{"op": "replace", "path": issue.path, "value": _quantity_string(value)}]
+            )
             findings.append(
                 Finding.of(
                     "DGP010",
@@ -143,13 +146,6 @@ def _at(document: Any, ptr: str) -> Any:
         else:
             return None
     return node
-
-
-def _set(document: Any, ptr: str, value: Any) -> None:
-    *parents, last = split_pointer(ptr)
-    parent = _at(document, pointer(*parents))
-    if isinstance(parent, dict):
-        parent[last] = value
 
 
 def _worker_group(

@@ -8,10 +8,9 @@ its number.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["RULES", "Finding", "Rule", "Severity", "max_severity"]
+__all__ = ["RULES", "Finding", "Rule", "Severity"]
 
 
 class Severity(enum.IntEnum):
@@ -135,8 +134,3 @@ class Finding:
             message=message,
             fixable=rule.fixable if fixable is None else fixable,
         )
-
-
-def max_severity(findings: Iterable[Finding]) -> Severity | None:
-    """The worst severity among ``findings``, or ``None`` when there are none."""
-    return max((f.severity for f in findings), default=None)

@@ -209,18 +209,13 @@ def _child(node: Any, segments: list[str]) -> Any:
     return node
 
 
-def _lines(source: Source) -> list[tuple[int, str] | None]:
-    """Each line's indentation and content, ``None`` for blank and comment lines (cached)."""
-    return source.columns
-
-
 def locate(document: Document, ptr: str) -> int:
     """The line (from 1) of the deepest key or item on ``ptr`` found in the document's text.
 
     A text walk over block-style YAML (what manifests use): no second parse, no node trees
     kept from :func:`parse`. Flow-style values end the walk at the line where they start.
     """
-    lines = _lines(document.source)
+    lines = document.source.columns
     scope: _Scope = (document.line - 1, min(document.end, len(lines)), None)
     found = document.line
     for segment in split_pointer(document.prefix + ptr):

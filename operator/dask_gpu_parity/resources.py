@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .patch import pointer
-
 __all__ = [
     "DASK_API_VERSION",
     "DASK_KINDS",
@@ -50,11 +48,6 @@ class DaskResource:
     scheduler_path: Path | None
     worker_path: Path | None
     job_runner_path: Path | None
-
-    @staticmethod
-    def ptr(path: Path) -> str:
-        """A path as a JSON Pointer."""
-        return pointer(*path)
 
 
 def get_in(document: Any, path: Path) -> Any:
