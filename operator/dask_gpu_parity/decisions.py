@@ -89,7 +89,8 @@ def validate(
     skipped = _skip(resource, policy, namespace_skip)
     if skipped:
         return Decision(skipped=skipped)
-    result = evaluate(resource, policy, inventory, cluster=cluster)
+    # The API server validates the object against the CRD schema before validating admission.
+    result = evaluate(resource, policy, inventory, cluster=cluster, schema=False)
     findings = result.findings
     if policy.mode is not Mode.AUDIT:
         # Mutation already applied the fixes; what evaluate would still change is moot here.

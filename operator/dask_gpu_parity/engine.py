@@ -61,6 +61,7 @@ def evaluate(
     inventory: Inventory | None = None,
     *,
     cluster: Mapping[str, Any] | None = None,
+    schema: bool = True,
 ) -> Result:
     """Check a Dask resource for parity and compute its fixed version.
 
@@ -70,6 +71,8 @@ def evaluate(
             adapters' business: ``evaluate`` always reports and always computes the fix.
         inventory: GPU nodes; enables driver-class pinning and the schedulability rule.
         cluster: for a DaskWorkerGroup, its DaskCluster, when known.
+        schema: check the document against the Dask CRD schemas. A validating webhook turns
+            this off: the API server has validated (and pruned) the object before calling it.
 
     Returns:
         The patched resource and the findings about the original.
@@ -80,9 +83,10 @@ def evaluate(
         return Result(resource, resource)
     worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()))
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
-        return Result(resource, resource, tuple(_schema_findings(resource, dask.kind, fix=False)))
+        found = _schema_findings(resource, dask.kind, fix=False) if schema else []
+        return Result(resource, resource, tuple(found))
     patched: dict[str, Any] = _copy(resource)
-    findings = _schema_findings(patched, dask.kind, fix=True)
+    findings = _schema_findings(patched, dask.kind, fix=True) if schema else []
     if dask.scheduler_path is not None:
         findings += rules.cluster_parity(patched, dask, policy, inventory, worker_gpus)
     elif cluster is not None:

@@ -216,9 +216,9 @@ def test_v1beta1_review_answered_in_kind(parity):
 def test_daskcluster_missing_worker_answered(parity, kubectl, namespace):
     mutated = post(parity, "/mutate-daskcluster", review(NO_WORKER))
     assert mutated["allowed"]  # nothing to do for parity: no GPU workers
+    # The validating webhook leaves the CRD schema to the API server, which checks it first.
     validated = post(parity, "/validate-daskcluster", review(NO_WORKER))
-    assert not validated["allowed"]
-    assert "DGP011 at /spec/worker: Required value" in validated["status"]["message"]
+    assert validated == {"uid": validated["uid"], "allowed": True}
     # Through the API server: a clear error from the schema, not "failed calling webhook".
     doc = copy.deepcopy(NO_WORKER)
     doc["metadata"]["namespace"] = namespace
