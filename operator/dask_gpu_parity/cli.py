@@ -25,7 +25,7 @@ from .manifests import Document, InputError, locate, parse, read, render_fixed, 
 from .placement import Inventory
 from .policy import Policy, PolicyError, load
 from .report import FORMATS, Located, render, resource_label, summary
-from .resources import view
+from .resources import DaskResource, view
 from .webhooks import WebhookValues, configurations
 
 __all__ = ["main"]
@@ -98,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 @dataclass
 class _Checked:
     document: Document
+    dask: DaskResource
     result: Result
 
 
@@ -126,21 +127,20 @@ def _load_inventory(path: str | None) -> Inventory | None:
 def _evaluate_all(
     documents: list[Document], policy: Policy | None, inventory: Inventory | None
 ) -> list[_Checked]:
-    clusters = {}
-    for doc in documents:
-        dask = view(doc.data)
-        if dask is not None and dask.kind == "DaskCluster":
-            clusters[(dask.namespace, dask.name)] = doc.data
+    dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
+    clusters = {
+        (dask.namespace, dask.name): doc.data
+        for doc, dask in dask_documents
+        if dask.kind == "DaskCluster"
+    }
     checked = []
-    for doc in documents:
-        dask = view(doc.data)
-        if dask is None:
-            continue
+    for doc, dask in dask_documents:
         cluster = None
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
             cluster = clusters.get((dask.namespace, name)) if isinstance(name, str) else None
-        checked.append(_Checked(doc, evaluate(doc.data, policy, inventory, cluster=cluster)))
+        result = evaluate(doc.data, policy, inventory, cluster=cluster)
+        checked.append(_Checked(doc, dask, result))
     return checked
 
 
@@ -149,30 +149,24 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     sources = read(args.paths)
     documents = [d for s in sources for d in parse(s)]
     checked = _evaluate_all(documents, policy, inventory)
-    items = []
-    for c in checked:
-        dask = view(c.document.data)
-        assert dask is not None  # _evaluate_all keeps Dask documents only
-        for finding in c.result.findings:
-            items.append(
-                Located(
-                    finding,
-                    dask.kind,
-                    dask.name,
-                    dask.namespace,
-                    c.document.source.display,
-                    c.document.index + 1,
-                    locate(c.document, finding.path),
-                )
-            )
-    counts = summary(items, len(checked), len(documents), len(sources))
-    labels = []
-    for c in checked:
-        dask = view(c.document.data)
-        assert dask is not None
-        labels.append(
-            (c.document.source.display, resource_label(dask.kind, dask.namespace, dask.name))
+    items = [
+        Located(
+            finding,
+            c.dask.kind,
+            c.dask.name,
+            c.dask.namespace,
+            c.document.source.display,
+            c.document.index + 1,
+            locate(c.document, finding.path),
         )
+        for c in checked
+        for finding in c.result.findings
+    ]
+    counts = summary(items, len(checked), len(documents), len(sources))
+    labels = [
+        (c.document.source.display, resource_label(c.dask.kind, c.dask.namespace, c.dask.name))
+        for c in checked
+    ]
     out.write(render(args.output, items, counts, labels))
     threshold = Severity.parse(args.fail_on)
     return EXIT_FINDINGS if any(i.finding.severity >= threshold for i in items) else EXIT_OK

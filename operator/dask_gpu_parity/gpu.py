@@ -105,23 +105,23 @@ class GpuRequest:
 
 
 def gpu_requests(pod_spec: Any) -> list[GpuRequest]:
-    """Every positive GPU request of every (init) container of the pod spec."""
+    """Every positive GPU request of every container of the pod spec.
+
+    Init containers are left out: kubelet lends them the app containers' devices.
+    """
     found: list[GpuRequest] = []
-    for key in ("containers", "initContainers"):
-        for index, container in containers(pod_spec, key):
-            if key == "initContainers":
-                continue  # init containers borrow the app containers' devices
-            resources = container.get("resources")
-            if not isinstance(resources, Mapping):
+    for index, container in containers(pod_spec):
+        resources = container.get("resources")
+        if not isinstance(resources, Mapping):
+            continue
+        for section in ("limits", "requests"):
+            values = resources.get(section)
+            if not isinstance(values, Mapping):
                 continue
-            for section in ("limits", "requests"):
-                values = resources.get(section)
-                if not isinstance(values, Mapping):
-                    continue
-                for name, quantity in values.items():
-                    number = parse_quantity(quantity)
-                    if isinstance(name, str) and is_gpu_resource(name) and (number or 0) > 0:
-                        found.append(GpuRequest(name, quantity, index, section))
+            for name, quantity in values.items():
+                gpu = isinstance(name, str) and is_gpu_resource(name)
+                if gpu and (parse_quantity(quantity) or 0) > 0:  # parsed for GPUs only
+                    found.append(GpuRequest(name, quantity, index, section))
     return found
 
 

@@ -7,6 +7,7 @@ documents that changed, so comments, key order and every other document stay byt
 
 from __future__ import annotations
 
+import bisect
 import functools
 import io
 import itertools
@@ -16,7 +17,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from .patch import Operation, apply_in_place, split_pointer
+from . import yaml11
+from .patch import Operation, apply_in_place
 
 __all__ = [
     "Document",
@@ -55,9 +57,16 @@ class Source:
     text: str
 
     @functools.cached_property
-    def columns(self) -> list[tuple[int, str] | None]:
-        """Each line's indentation and content, ``None`` for blank and comment lines."""
-        return [_column(line) for line in _LINE.findall(self.text)]
+    def line_starts(self) -> list[int]:
+        """The offset of each line's first character (line breaks as YAML counts them)."""
+        text = self.text
+        if _NOT_YAML_BREAK.search(text):  # str.splitlines would split there too
+            return [0, *(m.end() for m in _BREAK.finditer(text))]
+        lines = text.splitlines(keepends=True)
+        starts = [0, *itertools.accumulate(map(len, lines))]
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            starts.pop()  # the text's end is no line start
+        return starts
 
     @property
     def display(self) -> str:
@@ -75,6 +84,10 @@ class Document:
     data: Any
     end: int = 0  # last line (from 1) of the document
     prefix: str = ""  # JSON Pointer of the object inside the document (List items)
+    # locate(): JSON Pointer -> (line, scope), shared by the findings of one document
+    located: dict[str, tuple[int, _Scope | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
 
 def read(paths: Sequence[str], stdin: io.BufferedIOBase | None = None) -> list[Source]:
@@ -123,11 +136,26 @@ def parse(source: Source) -> list[Document]:
     Raises:
         InputError: invalid YAML, a YAML bomb, or a document that is not an object.
     """
+    pieces = yaml11.split(source.text)
+    if pieces is None:
+        return _parse_exact(source, source.text, 0)
     documents: list[Document] = []
-    loader = _Loader(source.text)
-    anchors = "&" in source.text  # no anchor, no alias: skip the bomb check
+    for index, piece in enumerate(pieces):
+        fast, data = yaml11.load(piece)
+        if fast:
+            documents.extend(_objects(source, index, piece.first, piece.end, data))
+        else:  # padded, so PyYAML's marks are the source's line numbers
+            documents.extend(_parse_exact(source, "\n" * piece.line + piece.text, index))
+    return documents
+
+
+def _parse_exact(source: Source, text: str, first_index: int) -> list[Document]:
+    """The objects of ``text`` (all or part of the source) read by PyYAML."""
+    documents: list[Document] = []
+    loader = _Loader(text)
+    anchors = "&" in text  # no anchor, no alias: skip the bomb check
     try:
-        index = 0
+        index = first_index
         while loader.check_node():
             node = loader.get_node()
             line = node.start_mark.line + 1 if node is not None else 0
@@ -194,110 +222,122 @@ def _refuse_bombs(root: Any, source: Source, line: int) -> None:
         )
 
 
-def _child(node: Any, segments: list[str]) -> Any:
-    for segment in segments:
-        if isinstance(node, yaml.MappingNode):
-            node = next((v for k, v in node.value if getattr(k, "value", None) == segment), None)
-        elif (
-            isinstance(node, yaml.SequenceNode)
-            and segment.isdigit()
-            and int(segment) < len(node.value)
-        ):
-            node = node.value[int(segment)]
-        else:
-            return None
-    return node
-
-
 def locate(document: Document, ptr: str) -> int:
     """The line (from 1) of the deepest key or item on ``ptr`` found in the document's text.
 
     A text walk over block-style YAML (what manifests use): no second parse, no node trees
     kept from :func:`parse`. Flow-style values end the walk at the line where they start.
     """
-    lines = document.source.columns
-    scope: _Scope = (document.line - 1, min(document.end, len(lines)), None)
-    found = document.line
-    for segment in split_pointer(document.prefix + ptr):
-        step = _item(lines, scope, int(segment)) if segment.isdigit() else None
-        if step is None:
-            step = _key(lines, scope, segment)
-        if step is None:
-            break
-        found, scope = step[0] + 1, step[1]
+    memo = document.located
+    full = document.prefix + ptr
+    end = len(full)  # the longest prefix of the pointer already walked
+    while end > 0 and full[:end] not in memo:
+        end = full.rfind("/", 0, end)
+    end = max(end, 0)
+    found, scope = memo[full[:end]] if end else (document.line, _document_scope(document))
+    text = document.source.text
+    while end < len(full):
+        nxt = full.find("/", end + 1)
+        nxt = len(full) if nxt < 0 else nxt
+        if scope is not None:
+            segment = full[end + 1 : nxt].replace("~1", "/").replace("~0", "~")
+            digits = segment.isascii() and segment.isdigit()
+            step = _item(text, scope, int(segment)) if digits else None
+            if step is None:
+                step = _key(text, scope, segment)
+            if step is None:
+                scope = None
+            else:
+                found, scope = bisect.bisect_right(document.source.line_starts, step[0]), step[1]
+        memo[full[:nxt]] = (found, scope)
+        end = nxt
     return found
 
 
-_Scope = tuple[int, int, int | None]  # first line, end line, content column of the first line
+# A walk's scope: the text offsets a mapping or sequence spans. The first may be mid-line
+# (a list item's first key follows its dash); the others start at line starts.
+_Scope = tuple[int, int]
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_NOT_YAML_BREAK = re.compile("[\v\f\x1c-\x1e]")  # line breaks to str.splitlines only
+_BLANKS = re.compile(r"(?:[ ]*(?:#[^\r\n]*)?(?:\r\n|[\r\n]))*[ ]*")  # blank, comment lines
 
 
-def _column(line: str) -> tuple[int, str] | None:
-    """Indentation and content of a line that holds YAML content (not blank, not a comment)."""
-    content = line.lstrip(" ")
-    if not content.strip() or content.startswith("#"):
+def _document_scope(document: Document) -> _Scope:
+    starts = document.source.line_starts
+    end = starts[document.end] if document.end < len(starts) else len(document.source.text)
+    return starts[document.line - 1], end
+
+
+def _first(text: str, scope: _Scope) -> tuple[int, int] | None:
+    """The offset and column of the scope's first content, if any."""
+    lo, hi = scope
+    at = _BLANKS.match(text, lo, hi)
+    pos = at.end() if at else lo
+    if pos >= hi or text[pos] in "\r\n#":
         return None
-    return len(line) - len(content), content.rstrip("\r\n")
+    return pos, pos - (text.rfind("\n", 0, pos) + 1)
 
 
-def _key(lines: list[tuple[int, str] | None], scope: _Scope, key: str) -> tuple[int, _Scope] | None:
-    lo, hi, first = scope
-    column = None
-    for i in range(lo, hi):
-        found = lines[i]
-        if found is None:
-            continue
-        col, text = found
-        if i == lo and first is not None:
-            text = text[first - col :]
-            col = first
-        if column is None:
-            column = col
-        if col < column:
+@functools.cache
+def _pattern(kind: str, column: int, key: str = "") -> re.Pattern[str]:
+    """A regex of the walk.
+
+    Those searched for start with a line break, so the regex engine skips ahead to line
+    starts instead of trying every character.
+    """
+    if kind == "key":  # the key: plain, "double" or 'single' quoted, then a colon
+        quoted = re.escape(key)
+        return re.compile(rf"(?:{quoted}|\"{quoted}\"|'{quoted}')[ ]*:")
+    if kind == "key-line":  # the key at the start of a line, indented by ``column``
+        return re.compile(rf"\n {{{column}}}" + _pattern("key", 0, key).pattern)
+    if kind == "item":  # a sequence item's dash at this column
+        return re.compile(rf"\n {{{column}}}-(?=[ \r\n]|$)")
+    # the end of a block at this column: a line indented less, or as much but not an item
+    less = rf"| {{0,{column - 1}}}[^ \r\n#]" if column else ""
+    return re.compile(rf"\n(?: {{{column}}}[^ \r\n#-]{less})")
+
+
+def _block_end(text: str, pos: int, hi: int, column: int) -> int:
+    """Where the block whose line holds ``pos`` (content at ``column``) ends."""
+    end = _pattern("end", column).search(text, pos, hi)
+    return end.start() + 1 if end else hi
+
+
+def _key(text: str, scope: _Scope, key: str) -> tuple[int, _Scope | None] | None:
+    first = _first(text, scope)
+    if first is None:
+        return None
+    pos, column = first
+    hi = scope[1]
+    if _pattern("key", column, key).match(text, pos, hi):  # the first key may follow a dash
+        at = pos
+    else:
+        match = _pattern("key-line", column, key).search(text, pos, hi)
+        if match is None:
             return None
-        if col == column and text.split(":", 1)[0].strip().strip("\"'") == key and ":" in text:
-            end = i + 1
-            while end < hi:
-                nxt = lines[end]
-                if nxt is not None and (
-                    nxt[0] < column or (nxt[0] == column and not nxt[1].startswith("-"))
-                ):
-                    break
-                end += 1
-            if (
-                text.rstrip().endswith(":")
-                or text.rstrip().endswith("|")
-                or text.rstrip().endswith(">")
-            ):
-                return i, (i + 1, end, None)
-            return i, (i, i + 1, None)  # an inline value: nothing deeper to find
-    return None
+        at = match.start() + 1 + column
+    eol = text.find("\n", at, hi)
+    if text[at : eol if eol >= 0 else hi].rstrip().endswith((":", "|", ">")):
+        return at, (eol + 1 if eol >= 0 else hi, _block_end(text, at, hi, column))
+    return at, None  # an inline value: nothing deeper to find
 
 
-def _item(
-    lines: list[tuple[int, str] | None], scope: _Scope, index: int
-) -> tuple[int, _Scope] | None:
-    lo, hi, _ = scope
-    dash = None
-    count = -1
-    start = None
-    for i in range(lo, hi):
-        found = lines[i]
-        if found is None:
-            continue
-        col, text = found
-        if dash is None:
-            if not text.startswith("-"):
-                return None
-            dash = col
-        if col < dash or (col == dash and not text.startswith("-")):
-            break
-        if col == dash:
-            if start is not None:
-                return start, (start, i, dash + 2)
-            count += 1
-            if count == index:
-                start = i
-    return (start, (start, hi, dash + 2)) if start is not None and dash is not None else None
+def _item(text: str, scope: _Scope, index: int) -> tuple[int, _Scope | None] | None:
+    first = _first(text, scope)
+    if first is None or text[first[0]] != "-":
+        return None
+    pos, column = first
+    end = _block_end(text, pos, scope[1], column)
+    dashes = [pos, *(m.end() - 1 for m in _pattern("item", column).finditer(text, pos + 1, end))]
+    if index >= len(dashes):
+        return None
+    stop = dashes[index + 1] - column if index + 1 < len(dashes) else end
+    content = dashes[index] + 1
+    while content < stop and text[content] == " ":
+        content += 1
+    if content < stop and text[content] in "\r\n":
+        content = text.find("\n", content, stop) + 1 or stop
+    return dashes[index], (content, stop)
 
 
 def _document_starts(source: Source) -> list[int]:

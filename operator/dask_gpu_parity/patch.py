@@ -17,7 +17,13 @@ Operation = dict[str, Any]
 
 def pointer(*segments: str | int) -> str:
     """Join path segments into a JSON Pointer, escaping ``~`` and ``/``."""
-    return "".join("/" + str(s).replace("~", "~0").replace("/", "~1") for s in segments)
+    out = ""
+    for segment in segments:
+        text = str(segment)
+        if "~" in text or "/" in text:
+            text = text.replace("~", "~0").replace("/", "~1")
+        out += "/" + text
+    return out
 
 
 def split_pointer(ptr: str) -> list[str]:

@@ -75,13 +75,92 @@ def validate(document: Mapping[str, Any], kind: str) -> list[Issue]:
     ``apiVersion``, ``kind`` and ``metadata`` are the API server's own business and are not
     checked here beyond their types.
     """
-    schema = schemas().get(kind)
-    if schema is None:
+    node = _compiled(kind)
+    if node is None:
         return []
     issues: list[Issue] = []
     body = {k: v for k, v in document.items() if k not in ("apiVersion", "kind", "metadata")}
-    _check(body, schema, "", issues)
+    _check(body, node, None, issues)
     return issues
+
+
+# A path as the walk goes: (parent, key), built for every node but turned into a JSON Pointer
+# only for an issue. Paths strings for all nodes cost more than the checks themselves.
+_At = tuple[Any, str | int] | None
+
+
+def _pointer(at: _At) -> str:
+    keys: list[str | int] = []
+    while at is not None:
+        at, key = at
+        keys.append(key)
+    return pointer(*reversed(keys))
+
+
+@dataclass(slots=True, eq=False)
+class _Node:
+    """One schema node, compiled: what to check, without dictionary lookups per value."""
+
+    schema: Mapping[str, Any]
+    expected: str | None = None
+    types: tuple[type, ...] | None = None  # None: any type
+    exact: frozenset[type] = frozenset()  # classes that pass without isinstance checks
+    numeric: bool = False  # integer or number: a bool is neither
+    nullable: bool = False
+    enum: list[Any] | None = None
+    properties: dict[Any, _Node] | None = None
+    extra: _Node | None = None  # additionalProperties as a schema
+    open: bool = False  # unknown fields are kept, not pruned
+    required: tuple[str, ...] = ()
+    items: _Node | None = None
+    unique: bool = False  # x-kubernetes-list-type map or set
+    leaf: bool = True  # nothing to check but the type
+
+
+_CLOSED = _Node({})
+
+
+@cache
+def _compiled(kind: str) -> _Node | None:
+    schema = schemas().get(kind)
+    return None if schema is None else _compile(schema, {})
+
+
+def _compile(schema: Mapping[str, Any], done: dict[int, _Node]) -> _Node:
+    if id(schema) in done:
+        return done[id(schema)]
+    expected = schema.get("type")
+    node = done[id(schema)] = _Node(
+        schema,
+        expected=expected,
+        types=_TYPES.get(expected) if expected else None,
+        numeric=expected in ("integer", "number"),
+        nullable=bool(schema.get("nullable", False)),
+        enum=schema.get("enum"),
+        open=bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        or schema.get("additionalProperties") is True,
+        required=tuple(schema.get("required", ())),
+        unique=schema.get("x-kubernetes-list-type") in ("map", "set"),
+    )
+    if node.types is not None:
+        node.exact = frozenset(t for t in node.types if not (node.numeric and t is bool))
+    properties = schema.get("properties")
+    if properties is not None:
+        node.properties = {k: _compile(v, done) for k, v in properties.items()}
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        node.extra = _compile(extra, done)
+    if "items" in schema:
+        node.items = _compile(schema["items"], done)
+    node.leaf = not (
+        node.enum is not None
+        or node.properties is not None
+        or node.extra is not None
+        or node.required
+        or node.items is not None
+        or (not node.open and expected in (None, "object"))
+    )
+    return node
 
 
 def _type_name(value: Any) -> str:
@@ -95,53 +174,68 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _check(value: Any, schema: Mapping[str, Any], path: str, issues: list[Issue]) -> None:
-    expected = schema.get("type")
-    if expected is not None:
-        ok = isinstance(value, _TYPES.get(expected, (object,)))
-        if ok and expected in ("integer", "number") and isinstance(value, bool):
-            ok = False
-        if not ok:
-            issues.append(
-                Issue(path, f'Invalid value: "{_type_name(value)}": must be of type {expected}')
-            )
-            return
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
+def _wrong_type(value: Any, node: _Node) -> bool:
+    if value.__class__ in node.exact:  # the common case: one set lookup
+        return False
+    return node.types is not None and (
+        not isinstance(value, node.types) or (node.numeric and isinstance(value, bool))
+    )
+
+
+def _type_issue(value: Any, node: _Node, at: _At) -> Issue:
+    return Issue(
+        _pointer(at), f'Invalid value: "{_type_name(value)}": must be of type {node.expected}'
+    )
+
+
+def _check(value: Any, node: _Node, at: _At, issues: list[Issue]) -> None:
+    if _wrong_type(value, node):
+        issues.append(_type_issue(value, node, at))
+        return
+    if node.enum is not None and value not in node.enum:
+        allowed = ", ".join(json.dumps(v) for v in node.enum)
         issues.append(
-            Issue(path, f"Unsupported value: {json.dumps(value)}: supported values: {allowed}")
+            Issue(
+                _pointer(at), f"Unsupported value: {json.dumps(value)}: supported values: {allowed}"
+            )
         )
     if isinstance(value, dict):
-        _check_object(value, schema, path, issues)
-    elif isinstance(value, list) and "items" in schema:
-        items = schema["items"]
+        _check_object(value, node, at, issues)
+    elif isinstance(value, list) and node.items is not None:
+        items = node.items
         for index, item in enumerate(value):
-            _check(item, items, path + pointer(index), issues)
-        _check_unique(value, schema, path, issues)
+            if not items.leaf:
+                _check(item, items, (at, index), issues)
+            elif _wrong_type(item, items):
+                issues.append(_type_issue(item, items, (at, index)))
+        if node.unique:
+            _check_unique(value, node.schema, _pointer(at), issues)
 
 
-def _check_object(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, issues: list[Issue]
-) -> None:
-    properties: Mapping[str, Any] | None = schema.get("properties")
-    extra = schema.get("additionalProperties")
-    present = set()
+def _check_object(value: Mapping[Any, Any], node: _Node, at: _At, issues: list[Issue]) -> None:
+    properties = node.properties
     for key, item in value.items():
-        child = path + pointer(str(key))
         sub = properties.get(key) if properties is not None else None
-        if sub is None and isinstance(extra, Mapping):
-            sub = extra
-        if item is None and not (sub or {}).get("nullable", False):
+        if sub is None:
+            sub = node.extra
+        if item is None and (sub is None or not sub.nullable):
             continue  # dropped by the API server before validation
         if sub is None:
-            if not schema.get("x-kubernetes-preserve-unknown-fields") and extra is not True:
-                issues.append(Issue(child, "Unknown field: dropped by the API server", True))
-            continue
-        present.add(key)
-        _check(item, sub, child, issues)
-    for key in schema.get("required", ()):
-        if key not in present:
-            issues.append(Issue(path + pointer(key), "Required value"))
+            if not node.open:
+                issues.append(
+                    Issue(
+                        _pointer((at, str(key))), "Unknown field: dropped by the API server", True
+                    )
+                )
+        elif not sub.leaf:
+            _check(item, sub, (at, str(key)), issues)
+        elif item.__class__ not in sub.exact and _wrong_type(item, sub):
+            issues.append(_type_issue(item, sub, (at, str(key))))
+    for key in node.required:
+        item = value.get(key)
+        sub = properties.get(key) if properties is not None else None
+        if item is None and not (key in value and (sub or node.extra or _CLOSED).nullable):
+            issues.append(Issue(_pointer(at) + pointer(key), "Required value"))
 
 
 def _check_unique(
@@ -155,11 +249,11 @@ def _check_unique(
         for index, item in enumerate(value):
             if not isinstance(item, Mapping):
                 continue
-            key = json.dumps(
-                [item.get(k, item_props.get(k, {}).get("default")) for k in keys], default=str
-            )
+            values = [item.get(k, item_props.get(k, {}).get("default")) for k in keys]
+            key = repr(values)  # the same for equal JSON values, and cheaper than json.dumps
             if key in seen:
-                issues.append(Issue(path + pointer(index), f"Duplicate value: {key}"))
+                shown = json.dumps(values, default=str)
+                issues.append(Issue(path + pointer(index), f"Duplicate value: {shown}"))
             seen.add(key)
     elif list_type == "set":
         seen_items: list[Any] = []

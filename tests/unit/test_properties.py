@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dask_gpu_parity import schema
@@ -25,17 +25,6 @@ from dask_gpu_parity.policy import Placement, Policy
 from dask_gpu_parity.resources import get_in, view
 
 from .helpers import nodes
-
-settings.register_profile(
-    "ci", max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck)
-)
-settings.register_profile(
-    "nightly", max_examples=100_000, deadline=None, suppress_health_check=list(HealthCheck)
-)
-settings.register_profile(
-    "dev", max_examples=500, deadline=None, suppress_health_check=list(HealthCheck)
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 INVENTORY = Inventory.from_nodes(nodes())
 POLICIES = [
