@@ -6,7 +6,6 @@ adds or sets what parity needs, and applying it twice changes nothing.
 
 from __future__ import annotations
 
-import marshal
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from .gpu import gpu_requests, protocol
 from .patch import Operation, apply_in_place, diff, pointer, split_pointer
 from .placement import Inventory
 from .policy import Policy
-from .resources import SKIP_ANNOTATION, get_in, view
+from .resources import SKIP_ANNOTATION, copy_json, get_in, view
 
 __all__ = ["DEFAULT_POLICY", "Result", "evaluate", "opted_out"]
 
@@ -86,34 +85,13 @@ def evaluate(
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
         found = _schema_findings(resource, dask.kind, fix=False) if schema else []
         return Result(resource, resource, tuple(found))
-    patched: dict[str, Any] = _copy(resource)
+    patched: dict[str, Any] = copy_json(resource)
     findings = _schema_findings(patched, dask.kind, fix=True) if schema else []
     if dask.scheduler_path is not None:
         findings += rules.cluster_parity(patched, dask, policy, inventory, worker_gpus)
     elif cluster is not None:
         findings += _worker_group(patched, dask.worker_path or (), cluster, policy)
     return Result(resource, patched, tuple(findings))
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON-like data, shared (aliased) parts copied apart.
-
-    ``marshal`` (format 2: no back-references, so aliases come out as separate copies) copies
-    plain dicts, lists and scalars in C, five times faster than a Python walk; other types
-    (dates from YAML timestamps, mappings of other classes, very deep nesting) take the walk.
-    """
-    try:
-        return marshal.loads(marshal.dumps(value, 2))
-    except ValueError:
-        return _walk_copy(value)
-
-
-def _walk_copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _walk_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_walk_copy(v) for v in value]
-    return value
 
 
 def _schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> list[Finding]:

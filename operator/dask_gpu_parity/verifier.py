@@ -7,7 +7,6 @@ The probe source is embedded as ``python -I -c <source>``: no extra image or Con
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -15,6 +14,7 @@ from typing import Any
 
 from . import probe
 from .gpu import as_list
+from .resources import copy_json
 
 __all__ = [
     "CONTAINER_NAME",
@@ -60,7 +60,7 @@ def init_container(
         cpu: CPU request.
         memory: memory request and limit.
     """
-    env = [copy.deepcopy(e) for e in as_list(scheduler.get("env")) if isinstance(e, Mapping)]
+    env = [copy_json(e) for e in as_list(scheduler.get("env")) if isinstance(e, Mapping)]
     env = [e for e in env if e.get("name") not in (EXPECT_DRIVER, MIN_COMPUTE_CAPABILITY)]
     if expect_driver:
         env.append({"name": EXPECT_DRIVER, "value": expect_driver})
@@ -83,7 +83,7 @@ def init_container(
         container["imagePullPolicy"] = "IfNotPresent"
     for key in _COPIED:
         if key in scheduler and not (image and key == "imagePullPolicy"):
-            container[key] = copy.deepcopy(scheduler[key])
+            container[key] = copy_json(scheduler[key])
     if not container["env"]:
         del container["env"]
     return container
