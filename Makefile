@@ -41,7 +41,7 @@ test: lint controlplane chart-tools ## Everything CI runs: lint, unit, property,
 
 .PHONY: nightly
 nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
-	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit -k property
+	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/test_properties.py tests/unit/test_yaml11.py
 
 .PHONY: bench
 bench: $(STAMP) ## Benchmark `check` over 10,000 generated DaskClusters
