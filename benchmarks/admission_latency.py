@@ -24,7 +24,8 @@ Reported per level: the median over rounds of each run's p50 and p99, and every 
 (``apiserver_admission_webhook_admission_duration_seconds``, mean), our handler alone
 (``dgp_admission_duration_seconds``: mean and bucket-interpolated p50/p99), sequential direct
 POSTs of the AdmissionReview the API server sends (TLS over loopback, keep-alive: handler + kopf +
-HTTP), and the operator's CPU time per create.
+HTTP), and the CPU time per create of our operator, kube-apiserver and etcd, by kind of run (on a
+saturated machine, latency is clients / throughput, and throughput is cores / CPU per create).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ MODES = {  # mode -> (manifest, webhooks called)
     "d": ("fixed", True),
 }
 WEBHOOKS = ("mutate-daskcluster", "validate-daskcluster")
+PROCESSES = ("dask-gpu-parity", "kube-apiserver", "etcd")  # whose CPU time is counted
 DASK = ("kubernetes.dask.org", "v1")
 SKIP_LABEL = "gpuparity.dask.org/skip=true"
 Samples = dict[str, list[tuple[float, float]]]
@@ -180,11 +182,18 @@ class Counters:
     def __init__(self, ground: ProvingGround, parity: ParityOperator) -> None:
         self.cp, self.parity = ground.control_plane, parity
 
+    def pids(self) -> dict[str, int]:
+        assert self.parity.process is not None
+        return {
+            "dask-gpu-parity": self.parity.process.pid,
+            "kube-apiserver": self.cp.processes["kube-apiserver"].pid,
+            "etcd": self.cp.processes["etcd"].pid,
+        }
+
     def snapshot(self) -> dict[str, Any]:
         api_text = self.cp.kubectl("get", "--raw", "/metrics").stdout
         ours = self.parity.metrics() or {}
-        assert self.parity.process is not None
-        snap: dict[str, Any] = {"cpu": cpu_seconds(self.parity.process.pid)}
+        snap: dict[str, Any] = {"cpu": {n: cpu_seconds(pid) for n, pid in self.pids().items()}}
         for webhook in WEBHOOKS:
             full = f"{webhook}.gpuparity.dask.org"
             for kind in ("sum", "count"):
@@ -344,13 +353,20 @@ def report(setup: dict[str, Any], levels: dict[int, Samples], totals: dict[str, 
             f"| {webhook} | {ms(api_mean)} | {ms(ours_mean)}; {ms(hist['p50'])} / "
             f"{ms(hist['p99'])} | {ms(d50)} / {ms(d99)} |"
         )
+    cpu = totals["cpu"]
     lines += [
         "",
-        f"Operator CPU per create: {totals['cpu']['hooked'] * 1000:.1f} ms when both webhooks "
-        f"are called (b, d), {totals['cpu']['plain'] * 1000:.1f} ms when not (a, c: its "
-        "DaskCluster index still sees every create).",
+        "CPU time per create (ms; each process's user + system time over all runs of a kind, "
+        "divided by their creates; the machine's other work is not in it):",
         "",
+        "| process | (a) | (b) | (c) | (d) | **added by our webhooks** (b-a) |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
+    for name in (*PROCESSES, "all three"):
+        row = [sum(cpu[m].values()) if name == "all three" else cpu[m][name] for m in MODES]
+        cells = " | ".join(f"{v * 1000:.1f}" for v in row)
+        lines.append(f"| {name} | {cells} | **{(row[1] - row[0]) * 1000:.1f}** |")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -381,7 +397,7 @@ class Bench:
                 cp.kubectl("label", "namespace", self.namespaces[mode], SKIP_LABEL)
         self.failed = dict.fromkeys(MODES, 0)
         self.count = dict.fromkeys(MODES, 0)
-        self.cpu = {"hooked": [0.0, 0], "plain": [0.0, 0]}
+        self.cpu = {mode: dict.fromkeys(PROCESSES, 0.0) for mode in MODES}  # seconds
         self.api_sum = {w: [0.0, 0.0] for w in WEBHOOKS}  # seconds, calls
         self.ours_sum = dict.fromkeys(WEBHOOKS, 0.0)
 
@@ -397,9 +413,8 @@ class Bench:
         before = self.counters.snapshot()
         lat, failed = asyncio.run(self.load.run(self.namespaces[mode], manifest, clients, requests))
         after = self.counters.snapshot()
-        key = "hooked" if hooked else "plain"
-        self.cpu[key][0] += after["cpu"] - before["cpu"]
-        self.cpu[key][1] += requests
+        for name in PROCESSES:
+            self.cpu[mode][name] += after["cpu"][name] - before["cpu"][name]
         if hooked:
             for w in WEBHOOKS:
                 self.api_sum[w][0] += after[("api", w, "sum")] - before[("api", w, "sum")]
@@ -480,7 +495,10 @@ def main(argv: list[str] | None = None) -> int:
                 w: histogram_stats(first[("ours", w, "buckets")], last[("ours", w, "buckets")])
                 for w in WEBHOOKS
             },
-            "cpu": {k: s / max(n, 1) for k, (s, n) in bench.cpu.items()},
+            "cpu": {
+                mode: {name: s / max(bench.count[mode], 1) for name, s in by_name.items()}
+                for mode, by_name in bench.cpu.items()
+            },
             "direct": direct_posts(parity, args.direct),
         }
         parity.uninstall()

@@ -5,7 +5,8 @@ kopf's defaults for what it writes (reference/kopf.md §7): its own finalizer an
 prefix, no change handlers, timers or daemons on Dask resources (indices and ``on.event`` only),
 nothing written to Dask resources, no peering (standalone). kopf watches, keeps the indices
 and serves HTTPS (reloading renewed certificates); the AdmissionReviews themselves are answered
-by ``_WebhookServer`` from those indices, at the paths ``webhooks.py`` names.
+by ``_WebhookServer`` from those indices, at the paths ``webhooks.py`` names. The webhooks do
+not watch Dask resources: a GPU DaskWorkerGroup's DaskCluster is read when the group is admitted.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from typing import Any, cast
 
 import aiohttp.web
 import kopf
-from kubernetes import client, config
 
-from . import decisions, drift, metrics, webhooks
+from . import decisions, drift, kube, metrics, webhooks
 from .gpu import as_map
 from .patch import diff
 from .placement import GpuNode, Inventory
@@ -67,7 +67,7 @@ class _NoEssenceDiffBase(kopf.AnnotationsDiffBaseStorage):
 
 
 _OPTIONS: Options | None = None
-_INDEX_NAMES = ("policies", "namespaces", "gpu_nodes", "dask_clusters")  # the functions below
+_INDEX_NAMES = ("policies", "namespaces", "gpu_nodes")  # the functions below; what webhooks read
 _INDICES: dict[str, Any] = {}
 TRACKER = drift.Tracker()
 
@@ -136,9 +136,14 @@ async def gpu_nodes(*, name: str, body: kopf.Body, **_: Any) -> Any:
     return {name: node} if node is not None else None
 
 
-@kopf.index(*DASK, "daskclusters")
 async def dask_clusters(*, namespace: str | None, name: str, body: kopf.Body, **_: Any) -> Any:
-    """DaskCluster specs, for worker-group validation and the drift watch."""
+    """DaskCluster specs, for the drift watch.
+
+    Registered by :func:`run` only when the drift watch is on. The webhooks do not use it: a
+    watch of every DaskCluster cost each webhook replica 2.3 to 2.9 ms of CPU per DaskCluster
+    created (docs/performance.md), and an index lags the API server, so a worker group created
+    right after its cluster could miss DGP015. Admission reads the one cluster it needs instead.
+    """
     meta = as_map(body.get("metadata"))
     kept = {k: copy.deepcopy(meta[k]) for k in ("name", "namespace", "uid") if k in meta}
     skip = as_map(meta.get("annotations")).get(SKIP_ANNOTATION)
@@ -191,7 +196,7 @@ class _Indices:
         self._policies: kopf.Index[str, Policy] = kwargs["policies"]
         self._namespaces: kopf.Index[str, Any] = kwargs["namespaces"]
         self._nodes: kopf.Index[str, GpuNode] = kwargs["gpu_nodes"]
-        self._clusters: kopf.Index[tuple[str, str], Any] = kwargs["dask_clusters"]
+        self._clusters: kopf.Index[tuple[str, str], Any] | None = kwargs.get("dask_clusters")
 
     def namespace(self, name: str) -> tuple[dict[str, str], bool]:
         """The namespace's labels and whether it opted out."""
@@ -208,7 +213,9 @@ class _Indices:
         return _inventory(self._nodes)
 
     def cluster(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """A DaskCluster as indexed, if it is."""
+        """A DaskCluster as indexed (drift watch only), if it is."""
+        if self._clusters is None:
+            return None
         return next(iter(self._clusters.get((namespace, name), [])), None)
 
 
@@ -219,7 +226,7 @@ class _Indices:
 # request, which cost more CPU than the parity rules; and it answers bad input with HTTP errors.
 
 
-def _admit(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+async def _admit(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """The answer to a well-formed CREATE of a Dask resource sent to one of our webhooks.
 
     ``mutate-*`` gives the scheduler parity and says what changed and why, one warning per
@@ -236,10 +243,8 @@ def _admit(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
     if action == "mutate":
         decision = decisions.mutate(obj, policy, inventory, namespace_skip=skip)
     else:
-        cluster = None
-        name = as_map(obj.get("spec")).get("cluster")
-        if obj.get("kind") == "DaskWorkerGroup" and isinstance(name, str):
-            cluster = indices.cluster(namespace, name)
+        name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
+        cluster = await _read_cluster(namespace, name) if name else None
         decision = decisions.validate(obj, policy, inventory, cluster=cluster, namespace_skip=skip)
     answer = _review(
         data,
@@ -255,6 +260,26 @@ def _admit(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
             answer["response"]["patchType"] = "JSONPatch"
     _count(webhook, kind, decision, started)
     return answer
+
+
+_READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
+
+
+async def _read_cluster(namespace: str, name: str) -> decisions.ClusterLookup:
+    """The DaskCluster a GPU worker group joins, read from the API server now.
+
+    A read, not an index: consistent with the create that just returned (a group created right
+    after its cluster is checked against it), and no watch of every DaskCluster in every
+    webhook replica. Bounded by ``_READ_SECONDS``, so the API server always gets an answer.
+    """
+    read = asyncio.to_thread(kube.read_dask_cluster, namespace, name, timeout=_READ_SECONDS)
+    try:
+        found = await asyncio.wait_for(read, _READ_SECONDS + 0.5)  # the thread's own limit failed
+    except (TimeoutError, kube.ApiError) as exc:
+        error = str(exc) or f"no answer within {_READ_SECONDS:.0f} s"
+        log.warning(f"Reading DaskCluster {namespace}/{name} for DGP015 failed: {error}")
+        return decisions.ClusterLookup(name, error=error)
+    return decisions.ClusterLookup(name, found=found)
 
 
 def _count(webhook: str, kind: str, decision: decisions.Decision, started: float) -> None:
@@ -331,18 +356,8 @@ def _publish_drift() -> None:
 
 def _repair(report: drift.Report) -> None:
     """Patch the scheduler Deployment (this restarts the scheduler)."""
-    if not report.repair_patch:
-        return
-    try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        config.load_kube_config()  # type: ignore[no-untyped-call]
-    client.AppsV1Api().patch_namespaced_deployment(
-        report.deployment,
-        report.namespace,
-        report.repair_patch,
-        _content_type="application/json-patch+json",
-    )
+    if report.repair_patch:
+        kube.patch_deployment(report.namespace, report.deployment, report.repair_patch)
 
 
 # The HTTP edge: every POST is answered with an AdmissionReview, never an HTTP error.
@@ -484,7 +499,7 @@ class _WebhookServer(kopf.WebhookServer):
         except (ValueError, RecursionError) as exc:
             answer = _malformed(None, f"the body is not JSON ({exc})")
         else:
-            answer = _triage(data, webhook) or _admit_or_explain(webhook, data)
+            answer = _triage(data, webhook) or await _admit_or_explain(webhook, data)
         code = as_map(answer["response"].get("status")).get("code")
         if code in _EDGE_RESULTS:  # the parity rules' answers are counted by _admit
             route = webhook if webhook in _ROUTES else "unknown"  # bounded label values
@@ -492,10 +507,10 @@ class _WebhookServer(kopf.WebhookServer):
         return aiohttp.web.json_response(answer)
 
 
-def _admit_or_explain(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+async def _admit_or_explain(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """``_admit``; an unexpected failure becomes a denial that says so (and is logged)."""
     try:
-        return _admit(webhook, data)
+        return await _admit(webhook, data)
     except Exception as exc:
         log.exception(f"Webhook /{webhook} failed on request {_review(data, allowed=False)}")
         text = f"{type(exc).__name__}: {exc}"
@@ -522,6 +537,7 @@ def run(options: Options, *, json_logs: bool = False, verbose: bool = False) -> 
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     if options.drift:
+        kopf.index(*DASK, "daskclusters")(dask_clusters)
         kopf.on.event("apps", "v1", "deployments", labels={"dask.org/component": "scheduler"})(
             scheduler_deployment
         )

@@ -1,8 +1,8 @@
 """What admission answers: a pure function of the resource, the policy and the inventory.
 
-The kopf adapter (``admission.py``) only gathers the inputs (indices, the request) and turns a
-:class:`Decision` into kopf's patch, warnings and ``AdmissionError``. Keeping the decision here
-makes every mode testable without a server.
+The kopf adapter (``admission.py``) only gathers the inputs (indices, the request, the DaskCluster
+a worker group joins) and turns a :class:`Decision` into an AdmissionReview. Keeping the decision
+here makes every mode testable without a server.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from typing import Any
 
 from .engine import evaluate, opted_out
 from .findings import Finding, Severity
+from .gpu import gpu_requests
 from .placement import Inventory
 from .policy import Mode, Policy
+from .resources import get_in, view
 
-__all__ = ["MAX_WARNING", "Decision", "mutate", "validate"]
+__all__ = ["MAX_WARNING", "ClusterLookup", "Decision", "cluster_to_read", "mutate", "validate"]
 
 MAX_WARNING = 240  # the API server passes warnings on; long ones are truncated by clients
 
@@ -32,8 +34,20 @@ class Decision:
     skipped: str | None = None  # why nothing was checked (opt-out, mode off)
 
 
+@dataclass(frozen=True)
+class ClusterLookup:
+    """The DaskCluster a DaskWorkerGroup joins, as the API server had it at admission."""
+
+    name: str
+    found: Mapping[str, Any] | None = None  # None: no DaskCluster of that name, or no answer
+    error: str | None = None  # why it could not be read (the API server did not answer, 403)
+
+
 def _warning(finding: Finding, prefix: str = "") -> str:
-    text = f"{prefix}{finding.code} {finding.path}: {finding.message}"
+    return _truncate(f"{prefix}{finding.code} {finding.path}: {finding.message}")
+
+
+def _truncate(text: str) -> str:
     return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
 
 
@@ -50,6 +64,25 @@ def _skip(resource: Mapping[str, Any], policy: Policy, namespace_skip: bool) -> 
     if policy.mode is Mode.OFF:
         return f"policy {policy.name} is off"
     return None
+
+
+def cluster_to_read(
+    resource: Mapping[str, Any], policy: Policy, *, namespace_skip: bool = False
+) -> str | None:
+    """The name of the DaskCluster that validating ``resource`` needs, or ``None``.
+
+    Only a GPU DaskWorkerGroup needs its cluster (DGP015: a GPU group must not join a scheduler
+    without GPU). CPU groups, skipped ones and every other kind cost the webhook no API call.
+    """
+    dask = view(resource)
+    if dask is None or dask.kind != "DaskWorkerGroup" or dask.worker_path is None:
+        return None
+    if _skip(resource, policy, namespace_skip):
+        return None
+    name = get_in(resource, ("spec", "cluster"))
+    if not isinstance(name, str) or not name:
+        return None
+    return name if gpu_requests(get_in(resource, dask.worker_path)) else None
 
 
 def mutate(
@@ -78,28 +111,55 @@ def validate(
     policy: Policy,
     inventory: Inventory | None,
     *,
-    cluster: Mapping[str, Any] | None = None,
+    cluster: ClusterLookup | None = None,
     namespace_skip: bool = False,
 ) -> Decision:
     """The validating webhook's answer for an object as mutation left it.
 
     ``enforce`` denies on any error finding; ``warn`` and ``audit`` turn every finding into a
-    warning and allow.
+    warning and allow. For a GPU DaskWorkerGroup, ``cluster`` is its DaskCluster as read by the
+    adapter (:func:`cluster_to_read`): one that could not be read is denied in ``enforce`` (the
+    check could not be made: fail closed, like ``failurePolicy: Fail``), one that does not exist
+    yet is allowed with a warning (``kubectl apply`` may create the group first).
     """
     skipped = _skip(resource, policy, namespace_skip)
     if skipped:
         return Decision(skipped=skipped)
+    found = cluster.found if cluster is not None else None
     # The API server validates the object against the CRD schema before validating admission.
-    result = evaluate(resource, policy, inventory, cluster=cluster, schema=False)
+    result = evaluate(resource, policy, inventory, cluster=found, schema=False)
     findings = result.findings
     if policy.mode is not Mode.AUDIT:
         # Mutation already applied the fixes; what evaluate would still change is moot here.
         findings = tuple(f for f in findings if not f.fixable or f.severity is Severity.ERROR)
-    errors = [f for f in findings if f.severity is Severity.ERROR]
-    if policy.mode is Mode.ENFORCE and errors:
-        reasons = "; ".join(f"{f.code} at {f.path}: {f.message}" for f in errors)
+    errors = [
+        f"{f.code} at {f.path}: {f.message}" for f in findings if f.severity is Severity.ERROR
+    ]
+    unreadable = _unreadable(cluster)  # the check could not be made: an error, not a finding
+    if policy.mode is Mode.ENFORCE and (errors or unreadable):
+        reasons = "; ".join([*errors, unreadable] if unreadable else errors)
         return Decision(
             denial=f"dask-gpu-parity denied this resource: {reasons}", findings=findings
         )
     prefix = "dask-gpu-parity audit: " if policy.mode is Mode.AUDIT else "dask-gpu-parity: "
-    return Decision(warnings=tuple(_warning(f, prefix) for f in findings), findings=findings)
+    warnings = [_warning(f, prefix) for f in findings]
+    warnings += [_truncate(prefix + text) for text in (unreadable, _missing(cluster)) if text]
+    return Decision(warnings=tuple(warnings), findings=findings)
+
+
+def _unreadable(cluster: ClusterLookup | None) -> str | None:
+    if cluster is None or cluster.error is None:
+        return None
+    return (
+        f"DaskCluster {cluster.name!r} could not be read to check that its scheduler has a GPU "
+        f"(DGP015): {cluster.error}; retry, and check that the operator may get daskclusters"
+    )
+
+
+def _missing(cluster: ClusterLookup | None) -> str | None:
+    if cluster is None or cluster.found is not None or cluster.error is not None:
+        return None
+    return (
+        f"DaskCluster {cluster.name!r} does not exist (yet), so DGP015 (its scheduler needs a "
+        "GPU for this GPU worker group) was not checked: create the DaskCluster first"
+    )

@@ -19,23 +19,30 @@ RELEASE = "dask-gpu-parity"
 NAMESPACE = "dgp-system"
 TOOLS_HINT = "run `make chart-tools` (checkov and hadolint into .cache/chart-tools)"
 
-# Exactly what the operator calls (operator/dask_gpu_parity/admission.py with kopf 1.45), as
-# (API group, resource, verb). The chart README lists the same rows; test_render checks both.
+# Exactly what the operator calls (operator/dask_gpu_parity/admission.py and kube.py with kopf
+# 1.45), as (API group, resource, verb). The chart README lists the same rows; test_render checks
+# both. Every Pod: the webhooks' indices, Events, and reading one DaskCluster per GPU worker group.
 VERBS_USED = frozenset(
     {
         ("gpuparity.dask.org", "daskgpupolicies", "list"),
         ("gpuparity.dask.org", "daskgpupolicies", "watch"),
-        ("kubernetes.dask.org", "daskclusters", "list"),
-        ("kubernetes.dask.org", "daskclusters", "watch"),
+        ("kubernetes.dask.org", "daskclusters", "get"),
         ("", "namespaces", "list"),
         ("", "namespaces", "watch"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
-        ("apps", "deployments", "list"),
-        ("apps", "deployments", "watch"),
         ("", "events", "create"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+    }
+)
+# Only with drift.enabled: the drift watch indexes DaskClusters and watches scheduler Deployments.
+DRIFT_VERBS = frozenset(
+    {
+        ("kubernetes.dask.org", "daskclusters", "list"),
+        ("kubernetes.dask.org", "daskclusters", "watch"),
+        ("apps", "deployments", "list"),
+        ("apps", "deployments", "watch"),
     }
 )
 REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})

@@ -40,6 +40,7 @@ CAN_I_BEGIN, CAN_I_END = "<!-- can-i:begin -->", "<!-- can-i:end -->"
 CAN_I = [
     ("list", "daskgpupolicies.gpuparity.dask.org", "", True),
     ("watch", "daskgpupolicies.gpuparity.dask.org", "", True),
+    ("get", "daskclusters.kubernetes.dask.org", "work", True),
     ("list", "daskclusters.kubernetes.dask.org", "-A", True),
     ("watch", "daskclusters.kubernetes.dask.org", "-A", True),
     ("list", "namespaces", "", True),

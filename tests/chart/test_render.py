@@ -20,6 +20,7 @@ from dask_gpu_parity.webhooks import WebhookValues, configurations
 from .helpers import (
     CHART,
     CI_VALUES,
+    DRIFT_VERBS,
     MUTATING,
     NAMESPACE,
     RELEASE,
@@ -216,6 +217,8 @@ def test_network_policy_names_real_ports(case):
 def test_rbac_grants_exactly_the_verbs_used(case):
     _, objects, values = case
     expected = set(VERBS_USED)
+    if values["drift"]["enabled"]:
+        expected |= DRIFT_VERBS
     if values["drift"]["enabled"] and values["drift"]["repair"]:
         expected |= REPAIR_VERBS
     assert rbac_rows(objects) == expected
@@ -237,7 +240,7 @@ def test_readme_lists_the_rbac_verbs():
         if len(cells) == 4 and cells[0] not in ("API group", "") and not cells[0].startswith("-"):
             group = "" if cells[0] == "(core)" else cells[0]
             rows |= {(group, cells[1], verb.strip(" `")) for verb in cells[2].split(",")}
-    assert rows == VERBS_USED | REPAIR_VERBS
+    assert rows == VERBS_USED | DRIFT_VERBS | REPAIR_VERBS
 
 
 def _webhook_configs(objects: list[dict]) -> dict[str, dict]:

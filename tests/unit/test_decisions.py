@@ -70,9 +70,63 @@ def test_cpu_only_is_allowed_untouched() -> None:
 
 def test_worker_group_against_its_cluster() -> None:
     group, cpu = example("gpu-workergroup.yaml"), example("cpu-cluster.yaml")
-    denied = decisions.validate(group, Policy(), INVENTORY, cluster=cpu)
+    lookup = decisions.ClusterLookup("cpu-only", found=cpu)
+    denied = decisions.validate(group, Policy(), INVENTORY, cluster=lookup)
     assert denied.denial is not None
     assert "DGP015" in denied.denial
+    gpu = decisions.mutate(example("gpu-cluster-tcp.yaml"), Policy(), INVENTORY).patched
+    lookup = decisions.ClusterLookup("rapids-tcp", found=gpu)
+    assert decisions.validate(group, Policy(), INVENTORY, cluster=lookup) == decisions.Decision()
+
+
+def _cpu_group() -> dict[str, object]:
+    group = example("gpu-workergroup.yaml")
+    del group["spec"]["worker"]["spec"]["containers"][0]["resources"]
+    return group
+
+
+@pytest.mark.parametrize(
+    ("group", "policy", "namespace_skip", "expected"),
+    [
+        pytest.param(example("gpu-workergroup.yaml"), Policy(), False, "cpu-only", id="gpu-group"),
+        pytest.param(_cpu_group(), Policy(), False, None, id="cpu-group"),
+        pytest.param(example("gpu-workergroup.yaml"), Policy(), True, None, id="namespace-skip"),
+        pytest.param(
+            example("gpu-workergroup.yaml"), Policy(mode=Mode.OFF), False, None, id="mode-off"
+        ),
+        pytest.param(example("gpu-cluster-tcp.yaml"), Policy(), False, None, id="daskcluster"),
+    ],
+)
+def test_only_a_checked_gpu_worker_group_needs_its_cluster(
+    group: dict[str, object], policy: Policy, namespace_skip: bool, expected: str | None
+) -> None:
+    assert decisions.cluster_to_read(group, policy, namespace_skip=namespace_skip) == expected
+
+
+@pytest.mark.parametrize("mode", [Mode.ENFORCE, Mode.WARN, Mode.AUDIT])
+def test_worker_group_whose_cluster_does_not_exist_is_allowed_with_a_warning(mode: Mode) -> None:
+    lookup = decisions.ClusterLookup("cpu-only")
+    decision = decisions.validate(
+        example("gpu-workergroup.yaml"), Policy(mode=mode), INVENTORY, cluster=lookup
+    )
+    assert decision.denial is None
+    (warning,) = decision.warnings
+    assert "DaskCluster 'cpu-only' does not exist (yet)" in warning
+    assert "create the DaskCluster first" in warning
+
+
+@pytest.mark.parametrize("mode", [Mode.ENFORCE, Mode.WARN])
+def test_worker_group_whose_cluster_cannot_be_read_fails_closed_in_enforce(mode: Mode) -> None:
+    lookup = decisions.ClusterLookup("cpu-only", error="no answer within 2 s")
+    decision = decisions.validate(
+        example("gpu-workergroup.yaml"), Policy(mode=mode), INVENTORY, cluster=lookup
+    )
+    text = decision.denial if mode is Mode.ENFORCE else " ".join(decision.warnings)
+    assert text is not None
+    assert "DaskCluster 'cpu-only' could not be read" in text
+    assert "(DGP015): no answer within 2 s; retry" in text
+    if mode is Mode.WARN:
+        assert decision.denial is None
 
 
 def test_validation_leaves_the_schema_to_the_api_server() -> None:

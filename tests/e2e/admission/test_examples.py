@@ -115,13 +115,7 @@ def test_ucx_example_with_impossible_placement_denied(parity, cluster, kubectl, 
 def test_gpu_worker_group_on_cpu_scheduler_cluster_denied(parity, cluster, kubectl, namespace):
     result = kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "cpu-cluster.yaml"))
     assert result.rc == 0, result.stderr
-    group = example("gpu-workergroup.yaml", namespace=namespace)
-
-    def denied() -> bool:
-        attempt = kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(group))
-        return attempt.rc != 0 and "DGP015" in attempt.stderr
-
-    eventually(denied, what="the DaskCluster reaches the operator's index")
+    # No waiting: the webhook reads the DaskCluster when the group is admitted.
     result = kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "gpu-workergroup.yaml"))
     assert result.rc != 0
     assert 'admission webhook "validate-daskworkergroup.gpuparity.dask.org" denied' in result.stderr
@@ -129,3 +123,38 @@ def test_gpu_worker_group_on_cpu_scheduler_cluster_denied(parity, cluster, kubec
     assert "give the cluster's scheduler a GPU first" in result.stderr
     groups = kubectl("get", "daskworkergroups", "-n", namespace, "-o", "name").stdout.split()
     assert "daskworkergroup.kubernetes.dask.org/cpu-cluster-gpu-workers" not in groups
+
+
+def _group_for(cluster_name: str, namespace: str) -> dict:
+    group = example("gpu-workergroup.yaml", namespace=namespace, name=f"{cluster_name}-gpu")
+    group["spec"]["cluster"] = cluster_name
+    return group
+
+
+def test_worker_group_created_right_after_its_cluster_is_checked_against_it(
+    parity, kubectl, namespace
+):
+    """One ``kubectl apply`` of a cluster and its group: milliseconds apart, no index to lag."""
+    cpu = example("cpu-cluster.yaml", namespace=namespace)
+    gpu = example("gpu-cluster-tcp.yaml", namespace=namespace)
+    for doc in (cpu, gpu):
+        pair = yaml.safe_dump_all([doc, _group_for(doc["metadata"]["name"], namespace)])
+        result = kubectl("apply", "-f", "-", input=pair)
+        if doc is cpu:  # the cluster is created, its GPU group denied (DGP015)
+            assert result.rc != 0
+            assert "daskcluster.kubernetes.dask.org/cpu-only created" in result.stdout
+            assert "DGP015 at /spec/cluster" in result.stderr
+        else:  # mutation gave the scheduler a GPU: the group joins it
+            assert result.rc == 0, result.stderr
+            assert "daskworkergroup.kubernetes.dask.org/rapids-tcp-gpu created" in result.stdout
+    groups = kubectl("get", "daskworkergroups", "-n", namespace, "-o", "name").stdout.split()
+    assert "daskworkergroup.kubernetes.dask.org/cpu-only-gpu" not in groups
+
+
+def test_gpu_worker_group_before_its_cluster_is_allowed_with_a_warning(kubectl, namespace, parity):
+    result = kubectl(
+        "apply", "--dry-run=server", "-f", "-", input=json.dumps(_group_for("later", namespace))
+    )
+    assert result.rc == 0, result.stderr
+    (warning,) = _ours(result.warnings)
+    assert "DaskCluster 'later' does not exist (yet)" in warning
