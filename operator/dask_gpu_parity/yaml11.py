@@ -38,10 +38,11 @@ _SAFE_NUMBER = (  # the same int, float or string in both
     r"|(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[KMGTPE]i|[numkMGTP])"  # quantities: 16Gi, 500m, 2k
 )
 _SCALAR = (
-    r"(?=[yYnNoO=<?+.0-9-])"  # a quick refusal for every other first character
+    r"(?=[yYnNoO=<?:+._0-9-])"  # a quick refusal for every other first character
     rf"(?:(?:[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF|=|<<)(?={_END})"  # YAML 1.1 words
-    r"|\?(?=[ \n]|$)"  # a complex key
-    rf"|(?=[-+.]?[0-9])(?!(?:{_SAFE_NUMBER})(?={_END})))"  # 0755, 1e3, 1:30, dates
+    r"|[?:](?=[ \n]|$)"  # a complex key, an empty key
+    # numbers: 0755, 1e3, +.5, 1:30, dates; YAML 1.2 loaders also take _1, +_1, ._1 for numbers
+    rf"|(?=[-+]?[._]*[0-9])(?!(?:{_SAFE_NUMBER})(?={_END})))"
 )
 # Each with whether it needs flow style ([...], {...}) to find anything.
 _SCALARS = tuple(
@@ -57,7 +58,12 @@ _SCALARS = tuple(
         (False, "':"),
     )
 )
-_FLOW_KEY = re.compile(r"[\]}][ ]*:")  # a flow collection as a key
+# In flow style: a flow collection as a key, an indicator opening a scalar ([|], [:x], {?: 1}),
+# a key with nothing or a "?" after its colon ([a:], [a:?]): PyYAML refuses or reads them
+# differently.
+_FLOW_KEY = re.compile(r"[\]}][ ]*:|[\[{,][ ]*[|>:?]|:[ ]*\?|:[\]},]")
+# A block scalar's header (|, >-, |+2 ...) at the end of its line.
+_BLOCK_HEADER = re.compile(r"(?:^|[ ])[|>][-+0-9]*[ ]*(?:#[^\n]*)?$", re.MULTILINE)
 _ODD = "&*!\\"  # anchors, aliases, tags, escapes
 # Beyond ASCII: what PyYAML refuses, line breaks other than \n, byte order marks.
 _UNUSUAL = re.compile(
@@ -123,10 +129,27 @@ def _risky(piece: str) -> bool:
         return True
     text = "\n" + piece  # every plain scalar now follows one of the _SCALARS' characters
     # Substring tests are many times faster than a regex that finds nothing.
+    if ("|" in piece or ">" in piece) and _empty_block_scalar(piece):
+        return True
     flow = any(c in piece for c in "[]{}")
     if flow and _FLOW_KEY.search(piece):
         return True
     return any(rx.search(text) for needs_flow, rx in _SCALARS if flow or not needs_flow)
+
+
+def _empty_block_scalar(piece: str) -> bool:
+    """Whether a block scalar has no content line (YAML 1.2 loaders read it as a line break).
+
+    Conservative: a header followed by a blank line, the end, or a line indented no deeper.
+    """
+    for header in _BLOCK_HEADER.finditer(piece):
+        start = piece.rfind("\n", 0, header.start()) + 1
+        indent = len(piece) - len(piece[start:].lstrip(" ")) - start
+        nxt = piece.find("\n", header.end())
+        line = piece[nxt + 1 : piece.find("\n", nxt + 1) % (len(piece) + 1)] if nxt >= 0 else ""
+        if not line.strip() or len(line) - len(line.lstrip(" ")) <= indent:
+            return True
+    return False
 
 
 def load(piece: Piece) -> tuple[bool, Any]:

@@ -46,6 +46,7 @@ def fast(text: str) -> bool:
 DIFFERENT = [
     "yes", "No", "ON", "off", "0755", "012", "0o17", "1e3", "1E3", "1.0e3", "1:30",
     "2001-12-14", "2001-12-14 21:59:43.10 -5", "=", "<<", "-012", "+0755", "1_0:3",
+    "+.5", "-.5", "-0o7", "+1e3", ".5e3", "-1E+3", "_1", "+_1", "._1", "_.5", "-__0",
 ]  # fmt: skip
 # Scalars both read the same: common in manifests, they must stay on the fast path.
 ALIKE = [
@@ -83,6 +84,15 @@ def test_scalars_read_alike_take_the_fast_path(scalar: str) -> None:
         "a: \x01\n",  # not printable
         "a: \ufeffb\n",
         "? a\n: 1\n",  # complex key
+        "- :\n",  # an empty key: PyYAML refuses it
+        "k: [:]\n",  # indicators opening a flow scalar
+        "k: [|, >]\n",
+        "k: {?: 1}\n",
+        "k: [a:]\n",  # a flow key with nothing after its colon
+        "k: [a:?]\n",
+        "k: |\nn: 1\n",  # empty block scalars: "" in YAML 1.1, a line break in 1.2 loaders
+        "- >+\n",
+        "k: |2\n\n",
         "[a]: 1\n",  # a flow collection as a key
         "{a: 1}: 2\n",
         "%YAML 1.1\n---\na: 1\n",  # directives
@@ -185,7 +195,7 @@ def test_dumped_documents_read_alike(  # noqa: PLR0917 - one argument per strate
 
 _plain = st.sampled_from([
     *DIFFERENT, *ALIKE, "12.4.1", "1,000", "0x", "a", "a b", "a: b", "-", "- x", "#", "a #c",
-    "'q'", '"q"', "[x]", "{x: 1}", "",
+    "'q'", '"q"', "[x]", "{x: 1}", "", "|", ">-", "[:]", "[a:]", "{?: 1}", "[a, |]",
 ])  # fmt: skip
 _line = st.tuples(st.integers(0, 3), st.sampled_from(["", "- ", "k: ", "- k: ", "? "]), _plain)
 
