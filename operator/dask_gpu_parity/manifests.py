@@ -257,7 +257,8 @@ def locate(document: Document, ptr: str) -> int:
 # A walk's scope: the text offsets a mapping or sequence spans. The first may be mid-line
 # (a list item's first key follows its dash); the others start at line starts.
 _Scope = tuple[int, int]
-_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_BREAKS = "\\r\\n\\x85\\u2028\\u2029"  # the line breaks of YAML 1.1, as a regex class body
+_BREAK = re.compile(rf"\r\n|[{_BREAKS}]")
 _NOT_YAML_BREAK = re.compile("[\v\f\x1c-\x1e]")  # line breaks to str.splitlines only
 _BLANKS = re.compile(r"(?:[ ]*(?:#[^\r\n]*)?(?:\r\n|[\r\n]))*[ ]*")  # blank, comment lines
 
@@ -380,9 +381,7 @@ def _render_json(source: Source, patches: dict[int, list[tuple[str, list[Operati
 
 
 # Line breaks as YAML counts them (str.splitlines also splits on form feeds and more).
-_LINE = re.compile(
-    r"[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])|[^\r\n\x85\u2028\u2029]+$"
-)
+_LINE = re.compile(rf"[^{_BREAKS}]*(?:{_BREAK.pattern})|[^{_BREAKS}]+$")
 _HEADER = re.compile(r"^(?:\s*(?:#.*)?|---\s*|%.*)$")
 
 

@@ -2,14 +2,15 @@
 
 PyYAML's libyaml loader implements YAML 1.1, like the API server's decoder, but builds every
 node in Python: it alone caps ``check`` at about 1,200 documents a second. ``yaml-rs`` (Rust)
-reads YAML 1.2 about nine times faster. The two disagree only on a known set of plain scalars
-(``yes``/``on``/``off``, ``0755``, ``1e3``, ``1:30``, dates, ``=``, ``<<``), on tags, anchors,
-escapes, tabs and line breaks other than LF. So the text is cut into documents at their ``---``
-markers (YAML forbids them inside any scalar), and a document goes to ``yaml-rs`` only when
-the patterns below find none of those anywhere in its text — keys, values, comments and quoted
-strings alike, so a false alarm only costs speed. Every other document, and any document
-``yaml-rs`` refuses, is read by PyYAML, whose values and error messages are the reference.
-The unit tests hold both paths to the same result.
+reads YAML 1.2 several times faster. The two read some plain scalars differently (``yes``/
+``on``/``off``, ``0755``, ``1e3``, ``+.5``, ``_1``, ``1:30``, dates, ``=``, ``<<``), and some
+rarer syntax (empty block scalars, indicators opening a flow scalar, empty keys); tags,
+anchors, escapes, tabs and line breaks other than LF are left to PyYAML as well. So the text
+is cut into documents at their ``---`` markers (YAML forbids them inside any scalar), and a
+document goes to ``yaml-rs`` only when the patterns below find none of those anywhere in its
+text — keys, values, comments and quoted strings alike, so a false alarm only costs speed.
+Every other document, and any document ``yaml-rs`` refuses, is read by PyYAML, whose values,
+lines and error messages are the reference. The unit tests hold both paths to the same result.
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ _SCALARS = tuple(
 # In flow style: a flow collection as a key, an indicator opening a scalar ([|], [:x], {?: 1}),
 # a key with nothing or a "?" after its colon ([a:], [a:?]): PyYAML refuses or reads them
 # differently.
-_FLOW_KEY = re.compile(r"[\]}][ ]*:|[\[{,][ ]*[|>:?]|:[ ]*\?|:[\]},]")
+_FLOW_ODD = re.compile(r"[\]}][ ]*:|[\[{,][ ]*[|>:?]|:[ ]*\?|:[\]},]")
 # A block scalar's header (|, >-, |+2 ...) at the end of its line.
 _BLOCK_HEADER = re.compile(r"(?:^|[ ])[|>][-+0-9]*[ ]*(?:#[^\n]*)?$", re.MULTILINE)
+_SPACES = re.compile("[ ]*")
 _ODD = "&*!\\"  # anchors, aliases, tags, escapes
 # Beyond ASCII: what PyYAML refuses, line breaks other than \n, byte order marks.
 _UNUSUAL = re.compile(
@@ -132,7 +134,7 @@ def _risky(piece: str) -> bool:
     if ("|" in piece or ">" in piece) and _empty_block_scalar(piece):
         return True
     flow = any(c in piece for c in "[]{}")
-    if flow and _FLOW_KEY.search(piece):
+    if flow and _FLOW_ODD.search(piece):
         return True
     return any(rx.search(text) for needs_flow, rx in _SCALARS if flow or not needs_flow)
 
@@ -143,11 +145,11 @@ def _empty_block_scalar(piece: str) -> bool:
     Conservative: a header followed by a blank line, the end, or a line indented no deeper.
     """
     for header in _BLOCK_HEADER.finditer(piece):
-        start = piece.rfind("\n", 0, header.start()) + 1
-        indent = len(piece) - len(piece[start:].lstrip(" ")) - start
-        nxt = piece.find("\n", header.end())
-        line = piece[nxt + 1 : piece.find("\n", nxt + 1) % (len(piece) + 1)] if nxt >= 0 else ""
-        if not line.strip() or len(line) - len(line.lstrip(" ")) <= indent:
+        line = piece.rfind("\n", 0, header.start()) + 1
+        indent = _SPACES.match(piece, line).end() - line  # type: ignore[union-attr]
+        below = header.end() + 1  # the next line: header.end() is at the header's line break
+        content = _SPACES.match(piece, below).end()  # type: ignore[union-attr]
+        if content >= len(piece) or piece[content] == "\n" or content - below <= indent:
             return True
     return False
 
