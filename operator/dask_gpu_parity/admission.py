@@ -12,21 +12,18 @@ not watch Dask resources: a GPU DaskWorkerGroup's DaskCluster is read when the g
 from __future__ import annotations
 
 import asyncio
-import base64
 import copy
-import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import aiohttp.web
 import kopf
 
-from . import decisions, drift, kube, metrics, webhooks
+from . import decisions, drift, kube, metrics, reviews, webhooks
 from .gpu import as_map
-from .patch import diff
 from .placement import GpuNode, Inventory
 from .policy import POLICY_API_VERSION, Policy, PolicyError, load, select
 from .resources import SKIP_ANNOTATION
@@ -34,7 +31,7 @@ from .resources import SKIP_ANNOTATION
 __all__ = ["PREFIX", "Options", "run"]
 
 PREFIX = "gpuparity.dask.org"
-DASK = ("kubernetes.dask.org", "v1")
+DASK = (webhooks.DASK_GROUP, webhooks.DASK_VERSION)
 _GROUP, _VERSION = POLICY_API_VERSION.split("/")
 log = logging.getLogger("dask_gpu_parity")
 
@@ -246,18 +243,14 @@ async def _admit(webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
         name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
         cluster = await _read_cluster(namespace, name) if name else None
         decision = decisions.validate(obj, policy, inventory, cluster=cluster, namespace_skip=skip)
-    answer = _review(
+    answer = reviews.review(
         data,
         allowed=decision.denial is None,
         code=422,
         message=decision.denial or "",
         warnings=decision.warnings,
+        patch=decision.patch,
     )
-    if action == "mutate" and decision.patched is not None:
-        ops = diff(obj, decision.patched)
-        if ops:
-            answer["response"]["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
-            answer["response"]["patchType"] = "JSONPatch"
     _count(webhook, kind, decision, started)
     return answer
 
@@ -360,117 +353,24 @@ def _repair(report: drift.Report) -> None:
         kube.patch_deployment(report.namespace, report.deployment, report.repair_patch)
 
 
-# The HTTP edge: every POST is answered with an AdmissionReview, never an HTTP error.
-
-_REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
-_ROUTES = dict((*webhooks.MUTATING, *webhooks.VALIDATING))  # handler id (path) -> plural
-_MAX_MESSAGE = 400
-_EDGE_RESULTS = {400: "malformed", 404: "malformed", 413: "malformed", 500: "error"}
-_MAX_BODY = 16 << 20  # the API server accepts requests up to 3 MiB
-
-
-def _review(
-    data: Any,
-    *,
-    allowed: bool,
-    message: str = "",
-    code: int = 200,
-    warnings: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The AdmissionReview answering ``data`` (echoing its uid and API version when valid)."""
-    review = as_map(data)
-    uid = as_map(review.get("request")).get("uid")
-    version = review.get("apiVersion")
-    response: dict[str, Any] = {"uid": uid if isinstance(uid, str) else "", "allowed": allowed}
-    if message:
-        response["status"] = {"code": code, "message": message}
-    if warnings:
-        response["warnings"] = list(warnings)
-    return {
-        "apiVersion": version if version in _REVIEW_VERSIONS else _REVIEW_VERSIONS[0],
-        "kind": "AdmissionReview",
-        "response": response,
-    }
-
-
-def _malformed(data: Any, what: str) -> dict[str, Any]:
-    return _review(data, allowed=False, code=400, message=f"Malformed AdmissionReview: {what}")
-
-
-def _triage(data: Any, webhook: str) -> dict[str, Any] | None:
-    """The answer to a request the parity rules need not see, or ``None`` if they must.
-
-    A malformed body, an unknown path or a resource sent to another kind's path is denied with
-    what is wrong (fail-closed, like ``failurePolicy: Fail``); a resource that is not ours, and
-    any operation but CREATE, is allowed unchecked.
-    """
-    if not isinstance(data, Mapping):
-        return _malformed(data, f"expected a JSON object, found {type(data).__name__}")
-    if data.get("kind") != "AdmissionReview" or data.get("apiVersion") not in _REVIEW_VERSIONS:
-        return _malformed(data, "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview")
-    request = data.get("request")
-    if not isinstance(request, Mapping):
-        return _malformed(data, "request is missing or not an object")
-    if webhook not in _ROUTES:
-        known = ", ".join(f"/{handler}" for handler in _ROUTES)
-        return _review(
-            data,
-            allowed=False,
-            code=404,
-            message=f"dask-gpu-parity has no webhook at path /{webhook[:100]}: point the webhook "
-            f"configuration's clientConfig at one of {known}",
-        )
-    uid, resource = request.get("uid"), as_map(request.get("resource"))
-    if not isinstance(uid, str) or not uid:
-        return _malformed(data, "request.uid must be a non-empty string")
-    group, version, plural = (resource.get(k) for k in ("group", "version", "resource"))
-    if not all(isinstance(v, str) for v in (group, version, plural)):
-        return _malformed(data, "request.resource needs group, version and resource strings")
-    if (group, version) != DASK or plural not in _ROUTES.values():
-        return _review(
-            data,
-            allowed=True,
-            warnings=[
-                f"dask-gpu-parity does not check {plural}.{group or 'core'}/{version}: allowed "
-                "unchecked; limit the webhook configuration's rules to Dask resources"
-            ],
-        )
-    if plural != _ROUTES[webhook]:
-        return _review(
-            data,
-            allowed=False,
-            code=400,
-            message=f"Webhook /{webhook} checks {_ROUTES[webhook]}, not {plural}: fix the rules "
-            "of the webhook configuration (dask-gpu-parity webhook-config prints them)",
-        )
-    if request.get("operation") != "CREATE":
-        return _review(data, allowed=True)  # the dask operator reads the spec at creation only
-    if not isinstance(request.get("userInfo"), Mapping):
-        return _malformed(data, "request.userInfo is missing or not an object")
-    body = request.get("object")
-    if not isinstance(body, Mapping) or not isinstance(body.get("metadata", {}), Mapping):
-        return _malformed(data, "request.object must be an object with metadata an object")
-    return None
+# The HTTP edge: every POST is answered with an AdmissionReview (``reviews.py`` builds them all),
+# never an HTTP error.
 
 
 class _TooLargeError(Exception):
-    """A request body over ``_MAX_BODY``."""
+    """A request body over ``reviews.MAX_BODY``."""
 
 
 async def _read(request: aiohttp.web.Request) -> bytes:
-    """The body, up to ``_MAX_BODY`` (aiohttp's own 1 MiB limit would lose the request uid)."""
+    """The body, up to ``reviews.MAX_BODY`` (aiohttp's own 1 MiB limit would lose the uid)."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(1 << 16):
         size += len(chunk)
-        if size > _MAX_BODY:
+        if size > reviews.MAX_BODY:
             raise _TooLargeError
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 class _WebhookServer(kopf.WebhookServer):
@@ -487,23 +387,17 @@ class _WebhookServer(kopf.WebhookServer):
         webhook = request.match_info.get("id", "")
         data: Any = None
         try:
-            data = json.loads(await _read(request), parse_constant=_no_constants)
+            data = reviews.loads(await _read(request))
         except _TooLargeError:
-            answer = _review(
-                None,
-                allowed=False,
-                code=413,
-                message=f"Request body over {_MAX_BODY >> 20} MiB: no API server sends such an "
-                "AdmissionReview",
-            )
+            answer = reviews.too_large()
         except (ValueError, RecursionError) as exc:
-            answer = _malformed(None, f"the body is not JSON ({exc})")
+            answer = reviews.malformed(None, f"the body is not JSON ({exc})")
         else:
-            answer = _triage(data, webhook) or await _admit_or_explain(webhook, data)
-        code = as_map(answer["response"].get("status")).get("code")
-        if code in _EDGE_RESULTS:  # the parity rules' answers are counted by _admit
-            route = webhook if webhook in _ROUTES else "unknown"  # bounded label values
-            metrics.ADMISSIONS.labels("-", "-", route, _EDGE_RESULTS[code]).inc()
+            answer = reviews.triage(data, webhook) or await _admit_or_explain(webhook, data)
+        result = reviews.edge_result(answer)
+        if result is not None:  # the parity rules' answers are counted by _admit
+            route = webhook if webhook in reviews.ROUTES else "unknown"  # bounded label values
+            metrics.ADMISSIONS.labels("-", "-", route, result).inc()
         return aiohttp.web.json_response(answer)
 
 
@@ -512,16 +406,8 @@ async def _admit_or_explain(webhook: str, data: Mapping[str, Any]) -> dict[str, 
     try:
         return await _admit(webhook, data)
     except Exception as exc:
-        log.exception(f"Webhook /{webhook} failed on request {_review(data, allowed=False)}")
-        text = f"{type(exc).__name__}: {exc}"
-        if len(text) > _MAX_MESSAGE:
-            text = text[: _MAX_MESSAGE - 1] + "…"
-        return _review(
-            data,
-            allowed=False,
-            code=500,
-            message=f"dask-gpu-parity failed on this request ({text}); see the operator log",
-        )
+        log.exception(f"Webhook /{webhook} failed on request {reviews.review(data, allowed=False)}")
+        return reviews.failed(data, exc)
 
 
 def run(options: Options, *, json_logs: bool = False, verbose: bool = False) -> None:

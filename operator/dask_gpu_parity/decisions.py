@@ -1,8 +1,8 @@
 """What admission answers: a pure function of the resource, the policy and the inventory.
 
 The kopf adapter (``admission.py``) only gathers the inputs (indices, the request, the DaskCluster
-a worker group joins) and turns a :class:`Decision` into an AdmissionReview. Keeping the decision
-here makes every mode testable without a server.
+a worker group joins) and turns a :class:`Decision` into an AdmissionReview (``reviews.py``), its
+JSON Patch included. Keeping the decision here makes every mode testable without a server.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from .engine import evaluate, opted_out
 from .findings import Finding, Severity
 from .gpu import gpu_requests
+from .patch import Operation
 from .placement import Inventory
 from .policy import Mode, Policy
 from .resources import get_in, view
@@ -28,6 +29,7 @@ class Decision:
     """The answer to one admission request."""
 
     patched: Any = None  # the new object when mutating, else None
+    patch: tuple[Operation, ...] = ()  # the JSON Patch from the object to ``patched``
     warnings: tuple[str, ...] = ()
     denial: str | None = None  # a message: deny with it
     findings: tuple[Finding, ...] = field(default=())
@@ -92,7 +94,7 @@ def mutate(
     *,
     namespace_skip: bool = False,
 ) -> Decision:
-    """The mutating webhook's answer: the fixed object and one warning per change.
+    """The mutating webhook's answer: the fixed object, its JSON Patch, one warning per change.
 
     ``audit`` mode never mutates; validation reports instead.
     """
@@ -103,7 +105,12 @@ def mutate(
     if policy.mode is Mode.AUDIT or not result.changed:
         return Decision(findings=result.findings)
     fixed = tuple(_change(f) for f in result.findings if f.fixable)
-    return Decision(patched=result.patched, warnings=fixed, findings=result.findings)
+    return Decision(
+        patched=result.patched,
+        patch=tuple(result.patch),
+        warnings=fixed,
+        findings=result.findings,
+    )
 
 
 def validate(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import copy
 
 import pytest
 
 from dask_gpu_parity import decisions
 from dask_gpu_parity.engine import evaluate
+from dask_gpu_parity.patch import apply_in_place
 from dask_gpu_parity.placement import Inventory
 from dask_gpu_parity.policy import Mode, Policy, load, select
 from dask_gpu_parity.webhooks import WebhookValues, configurations
@@ -28,6 +30,18 @@ def test_enforce_mutates_with_one_short_warning_per_change() -> None:
     after = decisions.validate(decision.patched, Policy(), INVENTORY)
     assert after.denial is None
     assert after.warnings == ()
+
+
+def test_mutation_patch_turns_the_object_into_the_fixed_one() -> None:
+    doc = example("gpu-cluster-tcp.yaml")
+    decision = decisions.mutate(doc, Policy(), INVENTORY)
+    assert decision.patch == tuple(evaluate(doc, Policy(), INVENTORY).patch)
+    applied = copy.deepcopy(doc)
+    apply_in_place(applied, decision.patch)
+    assert applied == decision.patched
+    audit = decisions.mutate(doc, Policy(mode=Mode.AUDIT), INVENTORY)
+    assert audit.patch == ()
+    assert decisions.validate(doc, Policy(), INVENTORY).patch == ()
 
 
 def test_enforce_denies_what_mutation_cannot_fix() -> None:
