@@ -21,7 +21,7 @@ TOOLS_HINT = "run `make chart-tools` (checkov and hadolint into .cache/chart-too
 
 # Exactly what the operator calls (operator/dask_gpu_parity/admission.py and kube.py with kopf
 # 1.45), as (API group, resource, verb). The chart README lists the same rows; test_render checks
-# both. Every Pod: the webhooks' indices, Events, and reading one DaskCluster per GPU worker group.
+# both. Every Pod: the webhooks' indices and reading one DaskCluster per GPU worker group.
 VERBS_USED = frozenset(
     {
         ("gpuparity.dask.org", "daskgpupolicies", "list"),
@@ -31,18 +31,19 @@ VERBS_USED = frozenset(
         ("", "namespaces", "watch"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
-        ("", "events", "create"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
     }
 )
-# Only with drift.enabled: the drift watch indexes DaskClusters and watches scheduler Deployments.
+# Only with drift.enabled: the drift watch indexes DaskClusters, watches scheduler Deployments and
+# posts the only Events (kopf posts none by itself: settings.posting.loggers is off).
 DRIFT_VERBS = frozenset(
     {
         ("kubernetes.dask.org", "daskclusters", "list"),
         ("kubernetes.dask.org", "daskclusters", "watch"),
         ("apps", "deployments", "list"),
         ("apps", "deployments", "watch"),
+        ("", "events", "create"),
     }
 )
 REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})
