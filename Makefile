@@ -44,11 +44,22 @@ nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
 	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/test_properties.py tests/unit/test_yaml11.py
 
 .PHONY: bench
-bench: $(STAMP) ## Benchmark `check` over 10,000 generated DaskClusters
-	$(BIN)/python benchmarks/check_throughput.py
+bench: $(STAMP) $(if $(shell command -v go),kubeconform) ## Benchmark `check` on 10,000 DaskClusters, beside kubeconform (with Go)
+	$(BIN)/python benchmarks/check_throughput.py $(if $(wildcard $(KUBECONFORM)),--kubeconform $(KUBECONFORM))
 
 include tests/controlplane/controlplane.mk
 include tests/chart/chart.mk
+
+# kubeconform, the schema validator the throughput target cites, built from the Go module proxy
+# into the same cache as the proving-ground binaries.
+KUBECONFORM_VERSION := v0.8.0
+KUBECONFORM := $(DGP_CACHE)/bin/kubeconform-$(KUBECONFORM_VERSION)/kubeconform
+
+.PHONY: kubeconform
+kubeconform: $(KUBECONFORM) ## Build the pinned kubeconform the benchmark compares with
+
+$(KUBECONFORM):
+	GOBIN=$(dir $@) go install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 
 DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pathlib.Path(dask_kubernetes.__file__).parent / "operator/deployment/helm/dask-kubernetes-operator/crds")' 2>/dev/null)
 

@@ -1,6 +1,6 @@
 """Throughput of `dask-gpu-parity check` over a generated corpus of DaskCluster manifests.
 
-Usage: python benchmarks/check_throughput.py [--documents 10000] [--repeat 5]
+Usage: python benchmarks/check_throughput.py [--documents 10000] [--repeat 5] [--kubeconform BIN]
 
 Writes the corpus (one multi-document file, a realistic mix: GPU over TCP and UCX, CPU-only) to a
 temporary folder, then times, side by side in one process and alternating:
@@ -10,7 +10,11 @@ temporary folder, then times, side by side in one process and alternating:
 * ``parse``: reading it as ``check`` does (``manifests.parse``: yaml-rs where YAML 1.1 and 1.2
   agree, PyYAML elsewhere; see ``yaml11.py``);
 * ``check``: the full CLI path, ``main(["check", FILE, "-o", "json"])``: parse, schema, rules,
-  line lookup, report.
+  line lookup, report;
+* ``kubeconform``: the reference the throughput target cites, kubeconform validating the same
+  file against the same DaskCluster schema (converted to JSON Schema as its tooling does) on one
+  goroutine with ``GOMAXPROCS=1``: schema validation alone, no policy, no line lookup. Run when
+  ``--kubeconform`` or ``$KUBECONFORM`` names the binary (``make bench`` builds a pinned one).
 
 Reports, per stage, the medians of the repeats in wall-clock and in CPU time of this process
 (the machine is shared: CPU time is what one dedicated core would take), documents per second
@@ -23,9 +27,11 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,8 +61,55 @@ def corpus(count: int) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
+def kubeconform_schemas(folder: Path) -> str:
+    """Write the bundled DaskCluster schema where kubeconform looks; return its location flag.
+
+    The CRD's OpenAPI v3 schema becomes JSON Schema the way kubeconform's own converter does it:
+    ``x-kubernetes-int-or-string`` becomes a choice of string or integer, ``nullable`` adds null.
+    """
+
+    def convert(node: object) -> object:
+        if isinstance(node, list):
+            return [convert(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: convert(value) for key, value in node.items()}
+        if out.pop("x-kubernetes-int-or-string", False):
+            out["oneOf"] = [{"type": "string"}, {"type": "integer"}]
+        if out.pop("nullable", False) and "type" in out:
+            out["type"] = [out["type"], "null"]
+        return out
+
+    bundled = ROOT / "operator" / "dask_gpu_parity" / "data" / "dask_crds.json"
+    schema = json.loads(bundled.read_text())["schemas"]["DaskCluster"]
+    target = folder / "kubernetes.dask.org" / "daskcluster_v1.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(convert(schema)))
+    return str(folder / "{{.Group}}" / "{{.ResourceKind}}_{{.ResourceAPIVersion}}.json")
+
+
+def run_kubeconform(binary: str, location: str, path: Path, count: int) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of kubeconform on one core; every document must be valid."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
+    done = subprocess.run(
+        [binary, "-n", "1", "-summary", "-schema-location", location, str(path)],
+        env={**os.environ, "GOMAXPROCS": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    expected = f"{count} resources found in 1 file - Valid: {count},"
+    if done.returncode != 0 or expected not in done.stdout:
+        raise SystemExit(f"kubeconform did not validate every document: {done.stdout[-300:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
 def run_once(path: Path, stage: str) -> tuple[float, float]:
-    """Wall-clock and CPU seconds of one run of ``stage``."""
+    """Wall-clock and CPU seconds of one run of ``stage`` in this process."""
     wall, cpu = time.perf_counter(), time.process_time()
     if stage == "pyyaml":
         for _ in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):
@@ -73,6 +126,11 @@ def main_(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--kubeconform",
+        default=os.environ.get("KUBECONFORM"),
+        help="kubeconform binary to time beside check (default: $KUBECONFORM; skipped if unset)",
+    )
     args = parser.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -83,27 +141,38 @@ def main_(argv: list[str] | None = None) -> int:
         size = path.stat().st_size
         pieces = yaml11.split(path.read_text()) or []
         fast = sum(piece.fast for piece in pieces)
-        stages = ("pyyaml", "parse", "check")
+        stages: tuple[str, ...] = ("pyyaml", "parse", "check")
+        location = ""
+        if args.kubeconform:
+            stages += ("kubeconform",)
+            location = kubeconform_schemas(Path(tmp) / "schemas")
         times: dict[str, list[tuple[float, float]]] = {stage: [] for stage in stages}
         run_once(path, "check")  # warm-up: imports, schema load
         for _ in range(args.repeat):
             for stage in stages:
-                times[stage].append(run_once(path, stage))
+                if stage == "kubeconform":
+                    times[stage].append(
+                        run_kubeconform(args.kubeconform, location, path, args.documents)
+                    )
+                else:
+                    times[stage].append(run_once(path, stage))
     wall = {s: statistics.median(t[0] for t in times[s]) for s in stages}
     cpu = {s: statistics.median(t[1] for t in times[s]) for s in stages}
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"corpus: {args.documents} DaskCluster documents, {size / 2**20:.1f} MiB, one core")
     print(f"fast path: {fast} of {len(pieces)} documents")
     print(f"load average before: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
-    print(f"{'stage':<8}{'wall s':>8}{'docs/s':>9}{'cpu s':>8}{'docs/s':>9}   wall runs")
+    print(f"{'stage':<12}{'wall s':>8}{'docs/s':>9}{'cpu s':>8}{'docs/s':>9}   wall runs")
     for stage in stages:
         runs = " ".join(f"{t[0]:.2f}" for t in times[stage])
         n = args.documents
         print(
-            f"{stage:<8}{wall[stage]:>8.2f}{n / wall[stage]:>9.0f}"
+            f"{stage:<12}{wall[stage]:>8.2f}{n / wall[stage]:>9.0f}"
             f"{cpu[stage]:>8.2f}{n / cpu[stage]:>9.0f}   {runs}"
         )
     print(f"check/parse ratio (cpu): {cpu['check'] / cpu['parse']:.2f}")
+    if "kubeconform" in cpu:
+        print(f"check/kubeconform ratio (cpu): {cpu['check'] / cpu['kubeconform']:.2f}")
     print(f"peak RSS: {peak:.0f} MiB")
     return 0
 

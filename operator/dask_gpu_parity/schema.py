@@ -209,7 +209,7 @@ def _check(value: Any, node: _Node, at: _At, issues: list[Issue]) -> None:
             elif _wrong_type(item, items):
                 issues.append(_type_issue(item, items, (at, index)))
         if node.unique:
-            _check_unique(value, node.schema, _pointer(at), issues)
+            _check_unique(value, node.schema, at, issues)
 
 
 def _check_object(value: Mapping[Any, Any], node: _Node, at: _At, issues: list[Issue]) -> None:
@@ -239,7 +239,7 @@ def _check_object(value: Mapping[Any, Any], node: _Node, at: _At, issues: list[I
 
 
 def _check_unique(
-    value: list[Any], schema: Mapping[str, Any], path: str, issues: list[Issue]
+    value: list[Any], schema: Mapping[str, Any], at: _At, issues: list[Issue]
 ) -> None:
     list_type = schema.get("x-kubernetes-list-type")
     if list_type == "map":
@@ -253,11 +253,11 @@ def _check_unique(
             key = repr(values)  # the same for equal JSON values, and cheaper than json.dumps
             if key in seen:
                 shown = json.dumps(values, default=str)
-                issues.append(Issue(path + pointer(index), f"Duplicate value: {shown}"))
+                issues.append(Issue(_pointer((at, index)), f"Duplicate value: {shown}"))
             seen.add(key)
     elif list_type == "set":
         seen_items: list[Any] = []
         for index, item in enumerate(value):
             if item in seen_items:
-                issues.append(Issue(path + pointer(index), f"Duplicate value: {json.dumps(item)}"))
+                issues.append(Issue(_pointer((at, index)), f"Duplicate value: {json.dumps(item)}"))
             seen_items.append(item)

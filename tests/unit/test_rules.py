@@ -361,6 +361,22 @@ def test_dgp011_schema_violations(mutate: Any, message: str) -> None:
     assert all(f.severity is Severity.ERROR and not f.fixable for f in findings)
 
 
+@pytest.mark.parametrize(
+    "second", [{"containerPort": 8786}, {"containerPort": 8786, "protocol": "TCP"}]
+)
+def test_dgp011_duplicate_list_map_keys(second: dict[str, Any]) -> None:
+    """``ports`` is a list-map keyed by containerPort and protocol (default TCP)."""
+    ports = [{"containerPort": 8786, "name": "tcp-comm"}, {"containerPort": 8787}, second]
+    doc = cluster(scheduler_container={"ports": ports})
+    findings = [f for f in evaluate(doc, NO_VERIFY).findings if f.code == "DGP011"]
+    assert [(f.path, f.message) for f in findings] == [
+        (
+            "/spec/scheduler/spec/containers/0/ports/2",
+            'Duplicate value: [8786, "TCP"]: fix the manifest',
+        )
+    ]
+
+
 def test_dgp012_fields_newer_than_kubernetes_1_21_are_pruned() -> None:
     doc = cluster(
         scheduler_extra={"schedulingGates": [{"name": "x"}]},
