@@ -210,26 +210,18 @@ def _tolerations(ctx: Context) -> list[Finding]:
 
 def _runtime_class(ctx: Context) -> list[Finding]:
     want = ctx.worker_spec.get("runtimeClassName")
-    have = ctx.scheduler_spec.get("runtimeClassName")
-    if not isinstance(want, str) or not want or have == want:
-        return []
-    path = f"{ctx.scheduler_ptr}/runtimeClassName"
-    if have is None:
-        ctx.scheduler_spec["runtimeClassName"] = want
-        return [
-            Finding.of(
-                "DGP006", path, f"Scheduler lacks the workers' runtimeClassName {want}: copied it"
-            )
-        ]
-    return [
-        Finding.of(
-            "DGP006",
-            path,
+    return ctx.copy_or_report(
+        ctx.scheduler_spec,
+        "runtimeClassName",
+        want,
+        code="DGP006",
+        path=f"{ctx.scheduler_ptr}/runtimeClassName",
+        copied=f"Scheduler lacks the workers' runtimeClassName {want}: copied it",
+        differs=lambda have: (
             f"Scheduler runtimeClassName {have!r} differs from the workers' {want!r}: the GPU may "
-            "not be visible to the scheduler; use the same runtime class",
-            fixable=False,
-        )
-    ]
+            "not be visible to the scheduler; use the same runtime class"
+        ),
+    )
 
 
 def _pin_expressions(dc: DriverClass, nodes: list[GpuNode]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ error instead (GitOps would fight the change).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import placement_rules
@@ -60,6 +60,30 @@ class Context:
         self.policy = policy
         self.gpu_resource = policy.scheduler_gpu_resource or worker_gpus[0].resource
         self.ucx = protocol(scheduler_spec, worker_spec) == "ucx"
+
+    @staticmethod
+    def copy_or_report(
+        target: dict[str, Any],
+        key: str,
+        want: Any,
+        *,
+        code: str,
+        path: str,
+        copied: str,
+        differs: Callable[[Any], str],
+    ) -> list[Finding]:
+        """Give ``target[key]`` the workers' value ``want``.
+
+        Absent or empty, it is copied (message ``copied``); another value is the user's choice
+        and is reported, not overwritten (message ``differs(value)``).
+        """
+        have = target.get(key)
+        if not isinstance(want, str) or not want or have == want:
+            return []
+        if have is None or have == "":
+            target[key] = want
+            return [Finding.of(code, path, copied)]
+        return [Finding.of(code, path, differs(have), fixable=False)]
 
 
 def cluster_parity(
@@ -172,24 +196,18 @@ def _set_resources(container: dict[str, Any], sections: list[str], name: str, va
 def _image(ctx: Context) -> list[Finding]:
     """DGP003: the scheduler runs the workers' image."""
     want = ctx.worker.get("image")
-    have = ctx.scheduler.get("image")
-    if not isinstance(want, str) or not want or have == want:
-        return []
-    path = f"{ctx.container_ptr}/image"
-    if not have:
-        ctx.scheduler["image"] = want
-        return [
-            Finding.of("DGP003", path, f"Scheduler has no image: set the workers' image {want}")
-        ]
-    return [
-        Finding.of(
-            "DGP003",
-            path,
+    return ctx.copy_or_report(
+        ctx.scheduler,
+        "image",
+        want,
+        code="DGP003",
+        path=f"{ctx.container_ptr}/image",
+        copied=f"Scheduler has no image: set the workers' image {want}",
+        differs=lambda have: (
             f"Scheduler image {have} differs from the workers' image {want}: the scheduler "
-            "deserializes the workers' objects and needs the same environment; use the same image",
-            fixable=False,
-        )
-    ]
+            "deserializes the workers' objects and needs the same environment; use the same image"
+        ),
+    )
 
 
 def _job_runner(patched: dict[str, Any], path: tuple[Any, ...], ctx: Context) -> list[Finding]:

@@ -89,8 +89,8 @@ def test_dgp002_other_gpu_resource_is_a_warning_left_alone() -> None:
 
 @pytest.mark.parametrize(
     ("scheduler_image", "fixable", "patched_image"),
-    [(None, True, "rapids:1"), ("other:2", False, "other:2")],
-    ids=["missing-is-set", "different-is-reported"],
+    [(None, True, "rapids:1"), ("", True, "rapids:1"), ("other:2", False, "other:2")],
+    ids=["missing-is-set", "empty-is-set", "different-is-reported"],
 )
 def test_dgp003_image(scheduler_image: str | None, fixable: bool, patched_image: str) -> None:
     doc = cluster(scheduler_resources={"limits": {"nvidia.com/gpu": "1"}})
@@ -181,6 +181,26 @@ def test_placement_copies_only_gpu_constraints(
     assert [f.code for f in result.findings] == [code]
     assert result.findings[0].fixable
     assert get_in(result.patched, (*SCHED, field)) == expected
+
+
+@pytest.mark.parametrize(
+    ("scheduler_class", "fixable", "patched_class"),
+    [(None, True, "nvidia"), ("", True, "nvidia"), ("runc", False, "runc")],
+    ids=["null-is-set", "empty-is-set", "different-is-reported"],
+)
+def test_dgp006_runtime_class(
+    scheduler_class: str | None, fixable: bool, patched_class: str
+) -> None:
+    """An empty runtimeClassName is no runtime class the API server accepts: it is replaced."""
+    doc = cluster(
+        worker_extra={"runtimeClassName": "nvidia"},
+        scheduler_extra={"runtimeClassName": scheduler_class},
+        scheduler_resources={"limits": {"nvidia.com/gpu": "1"}},
+    )
+    result = evaluate(doc, NO_VERIFY)
+    [finding] = result.findings
+    assert (finding.code, finding.fixable) == ("DGP006", fixable)
+    assert get_in(result.patched, (*SCHED, "runtimeClassName")) == patched_class
 
 
 def test_placement_conflicts_are_reported_not_overwritten() -> None:
