@@ -14,7 +14,7 @@ temporary folder, then times, side by side in one process and alternating:
 * ``check-cli``: the same as users run it, ``python -m dask_gpu_parity.cli check FILE -o json``
   in a fresh process, start-up included, like kubeconform below;
 * ``kubeconform``: the reference the throughput target cites, kubeconform validating the same
-  file against the same DaskCluster schema (converted to JSON Schema as its tooling does) on one
+  file against the same DaskCluster schema (converted to JSON Schema as its own script does) on one
   goroutine with ``GOMAXPROCS=1``: schema validation alone, no policy, no line lookup. Run when
   ``--kubeconform`` or ``$KUBECONFORM`` names the binary (``make bench`` builds a pinned one).
 
@@ -66,27 +66,28 @@ def corpus(count: int) -> str:
 def kubeconform_schemas(folder: Path) -> str:
     """Write the bundled DaskCluster schema where kubeconform looks; return its location flag.
 
-    The CRD's OpenAPI v3 schema becomes JSON Schema the way kubeconform's own converter does it:
-    ``x-kubernetes-int-or-string`` becomes a choice of string or integer, ``nullable`` adds null.
+    Converted as kubeconform's ``scripts/openapi2jsonschema.py`` converts a CRD: every object
+    below the root that lists ``properties`` gets ``additionalProperties: false``, and a
+    ``format: int-or-string`` node becomes a choice of string or integer.
     """
 
-    def convert(node: object) -> object:
+    def convert(node: object, root: bool = False) -> object:
         if isinstance(node, list):
             return [convert(item) for item in node]
         if not isinstance(node, dict):
             return node
+        if node.get("format") == "int-or-string":
+            return {"oneOf": [{"type": "string"}, {"type": "integer"}]}
         out = {key: convert(value) for key, value in node.items()}
-        if out.pop("x-kubernetes-int-or-string", False):
-            out["oneOf"] = [{"type": "string"}, {"type": "integer"}]
-        if out.pop("nullable", False) and "type" in out:
-            out["type"] = [out["type"], "null"]
+        if "properties" in out and not root:
+            out.setdefault("additionalProperties", False)
         return out
 
     bundled = ROOT / "operator" / "dask_gpu_parity" / "data" / "dask_crds.json"
     schema = json.loads(bundled.read_text())["schemas"]["DaskCluster"]
     target = folder / "kubernetes.dask.org" / "daskcluster_v1.json"
     target.parent.mkdir(parents=True)
-    target.write_text(json.dumps(convert(schema)))
+    target.write_text(json.dumps(convert(schema, root=True)))
     return str(folder / "{{.Group}}" / "{{.ResourceKind}}_{{.ResourceAPIVersion}}.json")
 
 
