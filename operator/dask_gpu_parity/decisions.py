@@ -19,7 +19,15 @@ from .placement import Inventory
 from .policy import Mode, Policy
 from .resources import get_in, view
 
-__all__ = ["MAX_WARNING", "ClusterLookup", "Decision", "cluster_to_read", "mutate", "validate"]
+__all__ = [
+    "MAX_WARNING",
+    "ClusterLookup",
+    "Decision",
+    "cluster_to_read",
+    "mutate",
+    "truncate",
+    "validate",
+]
 
 MAX_WARNING = 240  # the API server passes warnings on; long ones are truncated by clients
 
@@ -46,11 +54,12 @@ class ClusterLookup:
 
 
 def _warning(finding: Finding, prefix: str = "") -> str:
-    return _truncate(f"{prefix}{finding.code} {finding.path}: {finding.message}")
+    return truncate(f"{prefix}{finding.code} {finding.path}: {finding.message}")
 
 
-def _truncate(text: str) -> str:
-    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
+def truncate(text: str, limit: int = MAX_WARNING) -> str:
+    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _change(finding: Finding) -> str:
@@ -150,7 +159,7 @@ def validate(
         )
     prefix = "dask-gpu-parity audit: " if policy.mode is Mode.AUDIT else "dask-gpu-parity: "
     warnings = [_warning(f, prefix) for f in findings]
-    warnings += [_truncate(prefix + text) for text in (unreadable, _missing(cluster)) if text]
+    warnings += [truncate(prefix + text) for text in (unreadable, _missing(cluster)) if text]
     return Decision(warnings=tuple(warnings), findings=findings)
 
 

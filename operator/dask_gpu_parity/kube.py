@@ -14,9 +14,9 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ApiError", "patch_deployment", "read_dask_cluster"]
+from .webhooks import DASK_GROUP, DASK_VERSION
 
-_DASK = ("kubernetes.dask.org", "v1")
+__all__ = ["ApiError", "patch_deployment", "read_dask_cluster"]
 
 
 class ApiError(Exception):
@@ -44,7 +44,7 @@ def read_dask_cluster(namespace: str, name: str, *, timeout: float) -> dict[str,
     """
     try:
         found = client.CustomObjectsApi(_api()).get_namespaced_custom_object(
-            *_DASK, namespace, "daskclusters", name, _request_timeout=timeout
+            DASK_GROUP, DASK_VERSION, namespace, "daskclusters", name, _request_timeout=timeout
         )
     except ApiException as exc:
         if exc.status == 404:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import webhooks
+from .decisions import truncate
 from .gpu import as_map
 from .patch import Operation
 
@@ -102,9 +103,7 @@ def too_large() -> dict[str, Any]:
 
 def failed(data: Any, exc: Exception) -> dict[str, Any]:
     """The denial of a request the rules failed on unexpectedly (the log has the traceback)."""
-    text = f"{type(exc).__name__}: {exc}"
-    if len(text) > _MAX_MESSAGE:
-        text = text[: _MAX_MESSAGE - 1] + "…"
+    text = truncate(f"{type(exc).__name__}: {exc}", _MAX_MESSAGE)
     return review(
         data,
         allowed=False,
