@@ -26,7 +26,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from . import yaml11
-from .patch import Operation, apply_in_place
+from .patch import Operation, apply_in_place, unescape
 
 __all__ = [
     "Document",
@@ -240,7 +240,7 @@ def locate(document: Document, ptr: str) -> int:
         nxt = full.find("/", end + 1)
         nxt = len(full) if nxt < 0 else nxt
         if scope is not None:
-            segment = full[end + 1 : nxt].replace("~1", "/").replace("~0", "~")
+            segment = unescape(full[end + 1 : nxt])
             digits = segment.isascii() and segment.isdigit()
             step = _item(text, scope, int(segment)) if digits else None
             if step is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 from typing import Any
 
-__all__ = ["apply_in_place", "diff", "pointer", "split_pointer"]
+__all__ = ["apply_in_place", "diff", "pointer", "split_pointer", "unescape"]
 
 Operation = dict[str, Any]
 
@@ -30,7 +30,12 @@ def split_pointer(ptr: str) -> list[str]:
     """Split a JSON Pointer into its unescaped segments."""
     if not ptr:
         return []
-    return [s.replace("~1", "/").replace("~0", "~") for s in ptr[1:].split("/")]
+    return [unescape(s) for s in ptr[1:].split("/")]
+
+
+def unescape(segment: str) -> str:
+    """One JSON Pointer segment as the key it names (``~1`` is ``/``, ``~0`` is ``~``)."""
+    return segment.replace("~1", "/").replace("~0", "~")
 
 
 def diff(old: Any, new: Any, path: str = "") -> list[Operation]:

@@ -212,10 +212,10 @@ def _runtime_class(ctx: Context) -> list[Finding]:
     want = ctx.worker_spec.get("runtimeClassName")
     return ctx.copy_or_report(
         ctx.scheduler_spec,
+        ctx.scheduler_ptr,
         "runtimeClassName",
         want,
         code="DGP006",
-        path=f"{ctx.scheduler_ptr}/runtimeClassName",
         copied=f"Scheduler lacks the workers' runtimeClassName {want}: copied it",
         differs=lambda have: (
             f"Scheduler runtimeClassName {have!r} differs from the workers' {want!r}: the GPU may "

@@ -64,15 +64,15 @@ class Context:
     @staticmethod
     def copy_or_report(
         target: dict[str, Any],
+        target_ptr: str,
         key: str,
         want: Any,
         *,
         code: str,
-        path: str,
         copied: str,
         differs: Callable[[Any], str],
     ) -> list[Finding]:
-        """Give ``target[key]`` the workers' value ``want``.
+        """Give ``target[key]`` (at ``target_ptr``) the workers' value ``want``.
 
         Absent or empty, it is copied (message ``copied``); another value is the user's choice
         and is reported, not overwritten (message ``differs(value)``).
@@ -80,6 +80,7 @@ class Context:
         have = target.get(key)
         if not isinstance(want, str) or not want or have == want:
             return []
+        path = target_ptr + pointer(key)
         if have is None or have == "":
             target[key] = want
             return [Finding.of(code, path, copied)]
@@ -198,10 +199,10 @@ def _image(ctx: Context) -> list[Finding]:
     want = ctx.worker.get("image")
     return ctx.copy_or_report(
         ctx.scheduler,
+        ctx.container_ptr,
         "image",
         want,
         code="DGP003",
-        path=f"{ctx.container_ptr}/image",
         copied=f"Scheduler has no image: set the workers' image {want}",
         differs=lambda have: (
             f"Scheduler image {have} differs from the workers' image {want}: the scheduler "

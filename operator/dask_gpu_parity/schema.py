@@ -85,7 +85,7 @@ def validate(document: Mapping[str, Any], kind: str) -> list[Issue]:
 
 
 # A path as the walk goes: (parent, key), built for every node but turned into a JSON Pointer
-# only for an issue. Paths strings for all nodes cost more than the checks themselves.
+# only for an issue. Path strings for all nodes cost more than the checks themselves.
 _At = tuple[Any, str | int] | None
 
 

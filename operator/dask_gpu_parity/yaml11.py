@@ -124,10 +124,12 @@ def split(text: str) -> list[Piece] | None:
 
 def _risky(piece: str) -> bool:
     """Whether anything in the piece may read differently in YAML 1.1 and 1.2."""
+    if any(c in piece for c in _ODD):
+        return True
     if piece.isascii():  # tabs, carriage returns, control characters are not printable
-        if any(c in piece for c in _ODD) or not piece.replace("\n", " ").isprintable():
+        if not piece.replace("\n", " ").isprintable():
             return True
-    elif _UNUSUAL.search(piece) or any(c in piece for c in _ODD):
+    elif _UNUSUAL.search(piece):
         return True
     text = "\n" + piece  # every plain scalar now follows one of the _SCALARS' characters
     # Substring tests are many times faster than a regex that finds nothing.
