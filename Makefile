@@ -21,10 +21,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## Create .venv and install the package with its test extras
 
 .PHONY: lint
-lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict
+lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict and the import-layer contracts
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and autofix with ruff
@@ -65,4 +66,4 @@ DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pat
 
 .PHONY: crd-schemas
 crd-schemas: $(STAMP) ## Regenerate the bundled Dask CRD schemas from the dask-kubernetes package
-	$(BIN)/python -m dask_gpu_parity.schema_gen $(DASK_CRDS)/*.yaml > operator/dask_gpu_parity/data/dask_crds.json
+	$(BIN)/python scripts/crd_schemas.py $(DASK_CRDS)/*.yaml > operator/dask_gpu_parity/core/data/dask_crds.json

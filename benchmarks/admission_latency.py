@@ -56,8 +56,8 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from kubernetes import client  # noqa: E402
 
-from dask_gpu_parity.engine import evaluate  # noqa: E402
-from dask_gpu_parity.placement import Inventory  # noqa: E402
+from dask_gpu_parity.core.engine import evaluate  # noqa: E402
+from dask_gpu_parity.core.inventory import Inventory  # noqa: E402
 from tests.controlplane import ProvingGround, install_crds, node_manifests  # noqa: E402
 from tests.controlplane.parity import ParityOperator  # noqa: E402
 

@@ -44,9 +44,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "operator"))
 
-from dask_gpu_parity import yaml11  # noqa: E402
 from dask_gpu_parity.cli import main  # noqa: E402
-from dask_gpu_parity.manifests import Source, parse  # noqa: E402
+from dask_gpu_parity.manifests import (  # noqa: E402
+    Source,
+    parse,
+    yaml11,
+)
 
 
 def corpus(count: int) -> str:

@@ -1,4 +1,6 @@
-"""Reproduce DESIGN.md §1 on a real GPU: a Dask scheduler without a GPU breaks GPU workloads.
+"""Reproduce on a real GPU how a Dask scheduler without a GPU breaks GPU workloads.
+
+The figures are recorded in docs/verification.md §2.
 
 For each protocol (tcp, ucx) and each scheduler (started with CUDA_VISIBLE_DEVICES="" as RAPIDS'
 old guidance says, or with the GPU), start a real `dask scheduler` and one `dask worker` with the

@@ -18,15 +18,15 @@ from typing import Any, TextIO
 import yaml
 
 from . import __version__, probe
-from .engine import Result, evaluate
-from .findings import Severity
-from .gpu import as_map
+from .admission.configurations import WebhookValues, configurations
+from .core.engine import Result, evaluate
+from .core.findings import Severity
+from .core.inventory import Inventory
+from .core.plain import as_map
+from .core.policy import Policy, PolicyError, load
+from .core.resources import DaskResource, view
 from .manifests import Document, InputError, locate, parse, read, render_fixed, write_in_place
-from .placement import Inventory
-from .policy import Policy, PolicyError, load
-from .report import FORMATS, Located, render, resource_label, summary
-from .resources import DaskResource, view
-from .webhooks import WebhookValues, configurations
+from .manifests.report import FORMATS, Located, render, resource_label, summary
 
 __all__ = ["main"]
 
@@ -209,14 +209,14 @@ def _run(args: argparse.Namespace) -> int:
         if not os.access(path, os.R_OK):
             raise InputError(f"run: cannot read {path}: mount the webhook certificate there")
     try:
-        from . import admission  # noqa: PLC0415  # kopf only when running the operator
+        from .admission import handlers  # noqa: PLC0415  # kopf only when running the operator
     except ImportError as exc:
         raise InputError(
             f"run: the operator needs the 'operator' extra ({exc.name} is missing): "
             "pip install 'dask-gpu-parity[operator]'"
         ) from exc
-    admission.run(
-        admission.Options(
+    handlers.run(
+        handlers.Options(
             certfile=args.tls_cert,
             keyfile=args.tls_key,
             port=args.port,

@@ -2,7 +2,7 @@
 
 Standard library only (ctypes to ``libcuda.so.1`` and ``libnvidia-ml.so.1``), so it runs in any
 Dask/RAPIDS image as ``python -I probe.py`` or ``python -I -c "<this source>"``. NVML ignores
-``CUDA_VISIBLE_DEVICES``, so the decisive checks use the CUDA driver API (DESIGN.md §6). Checks
+``CUDA_VISIBLE_DEVICES``, so the decisive checks use the CUDA driver API (docs/probe.md). Checks
 run in order and stop at the first failure, which is one line: what was expected, what was found,
 what to do. One JSON summary goes to stdout and one line to the termination log. Exit 0: the GPU
 is usable; 1: a check failed; 2: the probe itself could not run.

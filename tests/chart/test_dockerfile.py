@@ -108,7 +108,7 @@ def test_dockerignore_lets_in_only_the_package():
     for path in ("pyproject.toml", "README.md", "LICENSE"):  # pyproject.toml names the last two
         assert not _ignored(path, patterns), path
     assert not _ignored("operator/dask_gpu_parity/cli.py", patterns)
-    assert not _ignored("operator/dask_gpu_parity/data/dask_crds.json", patterns)
+    assert not _ignored("operator/dask_gpu_parity/core/data/dask_crds.json", patterns)
     for path in (
         ".venv/bin/python",
         "tests/unit/test_cli.py",
@@ -168,6 +168,6 @@ def test_install_steps_work_in_a_fresh_venv(tmp_path):
     out = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip() == f"dask-gpu-parity {version}"
     # The operator extra is there: kopf and the operator module import; pip is gone.
-    probe = "import kopf, prometheus_client, kubernetes, dask_gpu_parity.admission"
+    probe = "import kopf, prometheus_client, kubernetes, dask_gpu_parity.admission.handlers"
     subprocess.run([str(venv / "bin" / "python"), "-c", probe], timeout=120, check=True)
     assert not (venv / "bin" / "pip").exists()

@@ -14,8 +14,8 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from dask_gpu_parity.policy import Mode, load
-from dask_gpu_parity.webhooks import WebhookValues, configurations
+from dask_gpu_parity.admission.configurations import WebhookValues, configurations
+from dask_gpu_parity.core.policy import Mode, load
 
 from .helpers import (
     CHART,

@@ -17,8 +17,8 @@ import yaml
 from kubernetes import client
 
 from dask_gpu_parity import probe
-from dask_gpu_parity.engine import evaluate
-from dask_gpu_parity.placement import Inventory
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.inventory import Inventory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RESTRICTED_CONTAINER = {

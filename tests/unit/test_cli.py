@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dask_gpu_parity.cli import main
-from dask_gpu_parity.findings import RULES
+from dask_gpu_parity.core.findings import RULES
 
 from .helpers import EXAMPLES
 

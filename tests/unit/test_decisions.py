@@ -7,12 +7,12 @@ import copy
 
 import pytest
 
-from dask_gpu_parity import decisions
-from dask_gpu_parity.engine import evaluate
-from dask_gpu_parity.patch import apply_in_place
-from dask_gpu_parity.placement import Inventory
-from dask_gpu_parity.policy import Mode, Policy, load, select
-from dask_gpu_parity.webhooks import WebhookValues, configurations
+from dask_gpu_parity.admission import decisions
+from dask_gpu_parity.admission.configurations import WebhookValues, configurations
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.inventory import Inventory
+from dask_gpu_parity.core.patch import apply_in_place
+from dask_gpu_parity.core.policy import Mode, Policy, load, select
 
 from .helpers import cluster, example, nodes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dask_gpu_parity.findings import RULES
+from dask_gpu_parity.core.findings import RULES
 
 from .helpers import ROOT
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dask_gpu_parity import verifier
 from dask_gpu_parity.cli import main
+from dask_gpu_parity.core import verifier
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 CASES = sorted(p.name.removesuffix(".in.yaml") for p in GOLDEN.glob("*.in.yaml"))

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from dask_gpu_parity import admission, kube
+from dask_gpu_parity.admission import kube
+from dask_gpu_parity.admission import server as webhook_server
 from tests.controlplane.cluster import free_port
 
 CLUSTER = {"apiVersion": "kubernetes.dask.org/v1", "kind": "DaskCluster", "metadata": {}}
@@ -96,9 +97,9 @@ def test_unreachable_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_admission_always_gets_a_lookup_in_bounded_time(
     api: None, monkeypatch: pytest.MonkeyPatch, name: str, found: Any, error: str | None
 ) -> None:
-    monkeypatch.setattr(admission, "_READ_SECONDS", 0.3)
+    monkeypatch.setattr(webhook_server, "_READ_SECONDS", 0.3)
     started = time.monotonic()
-    lookup = asyncio.run(admission._read_cluster("team", name))
+    lookup = asyncio.run(webhook_server._read_cluster("team", name))
     assert time.monotonic() - started < 1.5
     assert (lookup.name, lookup.found) == (name, found)
     assert (lookup.error or "").startswith(error or "")

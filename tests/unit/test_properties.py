@@ -16,13 +16,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dask_gpu_parity import schema
-from dask_gpu_parity.engine import evaluate, opted_out
-from dask_gpu_parity.gpu import gpu_requests
-from dask_gpu_parity.patch import pointer
-from dask_gpu_parity.placement import Inventory
-from dask_gpu_parity.policy import Placement, Policy
-from dask_gpu_parity.resources import get_in, view
+from dask_gpu_parity.core import schema
+from dask_gpu_parity.core.engine import evaluate, opted_out
+from dask_gpu_parity.core.gpu import gpu_requests
+from dask_gpu_parity.core.inventory import Inventory
+from dask_gpu_parity.core.patch import pointer
+from dask_gpu_parity.core.plain import get_in
+from dask_gpu_parity.core.policy import Placement, Policy
+from dask_gpu_parity.core.resources import view
 
 from .helpers import nodes
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dask_gpu_parity import reviews
+from dask_gpu_parity.admission import reviews
 
 V1 = "admission.k8s.io/v1"
 

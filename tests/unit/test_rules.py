@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from dask_gpu_parity.engine import evaluate
-from dask_gpu_parity.findings import Severity
-from dask_gpu_parity.placement import Inventory
-from dask_gpu_parity.policy import Placement, Policy
-from dask_gpu_parity.resources import get_in
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.findings import Severity
+from dask_gpu_parity.core.inventory import Inventory
+from dask_gpu_parity.core.plain import get_in
+from dask_gpu_parity.core.policy import Placement, Policy
 
 from .helpers import cluster, example, nodes
 

@@ -14,8 +14,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dask_gpu_parity import yaml11
-from dask_gpu_parity.manifests import InputError, Source, _parse_exact, parse
+from dask_gpu_parity.manifests import InputError, Source, parse, yaml11
+from dask_gpu_parity.manifests.documents import _parse_exact
 
 from .helpers import EXAMPLES
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from . import __version__
-from .findings import RULES, Finding, Severity
+from dask_gpu_parity import __version__
+from dask_gpu_parity.core.findings import RULES, Finding, Severity
 
 __all__ = ["FORMATS", "Located", "render", "resource_label", "summary"]
 

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .engine import evaluate
-from .findings import Finding, Severity
-from .gpu import as_map
-from .patch import Operation, diff
-from .placement import Inventory
-from .policy import Policy
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.findings import Finding, Severity
+from dask_gpu_parity.core.inventory import Inventory
+from dask_gpu_parity.core.patch import Operation, diff
+from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.core.policy import Policy
 
 __all__ = ["Report", "Tracker"]
 

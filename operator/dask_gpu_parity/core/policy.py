@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from dask_gpu_parity.names import POLICY_API_VERSION, POLICY_KIND
+
 from .findings import Severity
 from .gpu import is_gpu_resource, parse_quantity
+from .labels import LabelSelector
 
 __all__ = [
-    "POLICY_API_VERSION",
-    "POLICY_KIND",
-    "LabelSelector",
     "Mode",
     "Placement",
     "Policy",
@@ -28,8 +28,6 @@ __all__ = [
     "select",
 ]
 
-POLICY_API_VERSION = "gpuparity.dask.org/v1alpha1"
-POLICY_KIND = "DaskGPUPolicy"
 _E = TypeVar("_E", bound=enum.StrEnum)
 _CC = re.compile(r"^\d+\.\d+$")
 
@@ -53,30 +51,6 @@ class Placement(enum.StrEnum):
     PIN_DRIVER_CLASS = "pin-driver-class"  # copy the workers' constraints, pin one driver class
     COPY_WORKERS = "copy-workers"  # copy the workers' constraints only
     NONE = "none"  # leave placement to the user
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    """A Kubernetes label selector (``matchLabels`` and ``matchExpressions``)."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether ``labels`` satisfy every term (an empty selector matches everything)."""
-        if any(labels.get(k) != v for k, v in self.match_labels):
-            return False
-        for key, operator, values in self.match_expressions:
-            present = key in labels
-            if operator == "In" and not (present and labels[key] in values):
-                return False
-            if operator == "NotIn" and present and labels[key] in values:
-                return False
-            if operator == "Exists" and not present:
-                return False
-            if operator == "DoesNotExist" and present:
-                return False
-        return True
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import evaluate, opted_out
-from .findings import Finding, Severity
-from .gpu import gpu_requests
-from .patch import Operation
-from .placement import Inventory
-from .policy import Mode, Policy
-from .resources import get_in, view
+from dask_gpu_parity.core.engine import evaluate, opted_out
+from dask_gpu_parity.core.findings import Finding, Severity
+from dask_gpu_parity.core.gpu import gpu_requests
+from dask_gpu_parity.core.inventory import Inventory
+from dask_gpu_parity.core.patch import Operation
+from dask_gpu_parity.core.plain import get_in, truncate
+from dask_gpu_parity.core.policy import Mode, Policy
+from dask_gpu_parity.core.resources import view
+from dask_gpu_parity.names import SKIP_ANNOTATION
 
 __all__ = [
     "MAX_WARNING",
@@ -25,7 +27,6 @@ __all__ = [
     "Decision",
     "cluster_to_read",
     "mutate",
-    "truncate",
     "validate",
 ]
 
@@ -54,12 +55,7 @@ class ClusterLookup:
 
 
 def _warning(finding: Finding, prefix: str = "") -> str:
-    return truncate(f"{prefix}{finding.code} {finding.path}: {finding.message}")
-
-
-def truncate(text: str, limit: int = MAX_WARNING) -> str:
-    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return truncate(f"{prefix}{finding.code} {finding.path}: {finding.message}", MAX_WARNING)
 
 
 def _change(finding: Finding) -> str:
@@ -69,9 +65,9 @@ def _change(finding: Finding) -> str:
 
 def _skip(resource: Mapping[str, Any], policy: Policy, namespace_skip: bool) -> str | None:
     if namespace_skip:
-        return "namespace opted out (gpuparity.dask.org/skip)"
+        return f"namespace opted out ({SKIP_ANNOTATION})"
     if opted_out(resource):
-        return "resource opted out (gpuparity.dask.org/skip)"
+        return f"resource opted out ({SKIP_ANNOTATION})"
     if policy.mode is Mode.OFF:
         return f"policy {policy.name} is off"
     return None
@@ -159,7 +155,9 @@ def validate(
         )
     prefix = "dask-gpu-parity audit: " if policy.mode is Mode.AUDIT else "dask-gpu-parity: "
     warnings = [_warning(f, prefix) for f in findings]
-    warnings += [truncate(prefix + text) for text in (unreadable, _missing(cluster)) if text]
+    warnings += [
+        truncate(prefix + text, MAX_WARNING) for text in (unreadable, _missing(cluster)) if text
+    ]
     return Decision(warnings=tuple(warnings), findings=findings)
 
 

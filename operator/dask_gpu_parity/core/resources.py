@@ -6,26 +6,15 @@ dask-kubernetes CRDs: a DaskJob embeds a whole DaskCluster template under ``spec
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "DASK_API_VERSION",
-    "DASK_KINDS",
-    "SKIP_ANNOTATION",
-    "DaskResource",
-    "Path",
-    "copy_json",
-    "get_in",
-    "view",
-]
+from dask_gpu_parity.names import DASK_GROUP, SKIP_ANNOTATION
 
-DASK_API_VERSION = "kubernetes.dask.org/v1"
-SKIP_ANNOTATION = "gpuparity.dask.org/skip"
+from .plain import Path, get_in
 
-Path = tuple[str | int, ...]
+__all__ = ["DASK_KINDS", "DaskResource", "opted_out", "view"]
 
 _SCHEDULER: dict[str, Path | None] = {
     "DaskCluster": ("spec", "scheduler", "spec"),
@@ -52,21 +41,6 @@ class DaskResource:
     job_runner_path: Path | None
 
 
-def get_in(document: Any, path: Path) -> Any:
-    """The value at ``path``, or ``None`` when any step is missing or of the wrong type."""
-    node = document
-    for segment in path:
-        if isinstance(segment, int):
-            if not isinstance(node, list) or segment >= len(node):
-                return None
-            node = node[segment]
-        elif isinstance(node, Mapping):
-            node = node.get(segment)
-        else:
-            return None
-    return node
-
-
 def view(document: Any) -> DaskResource | None:
     """A :class:`DaskResource` for a Dask document, ``None`` for anything else."""
     if not isinstance(document, Mapping):
@@ -75,7 +49,7 @@ def view(document: Any) -> DaskResource | None:
     api = document.get("apiVersion")
     if not isinstance(kind, str) or kind not in DASK_KINDS:
         return None
-    if not isinstance(api, str) or api.split("/", 1)[0] != DASK_API_VERSION.split("/", 1)[0]:
+    if not isinstance(api, str) or api.split("/", 1)[0] != DASK_GROUP:
         return None
     metadata = document.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
@@ -91,23 +65,9 @@ def view(document: Any) -> DaskResource | None:
     )
 
 
-def copy_json(value: Any) -> Any:
-    """A deep copy of JSON-like data, shared (aliased) parts copied apart.
-
-    ``marshal`` (format 2: no back-references, so YAML aliases come out as separate copies)
-    copies plain dicts, lists and scalars in C, five times faster than ``copy.deepcopy``;
-    other types (dates from YAML timestamps, mappings of other classes, very deep nesting)
-    take a Python walk.
-    """
-    try:
-        return marshal.loads(marshal.dumps(value, 2))
-    except ValueError:
-        return _walk_copy(value)
-
-
-def _walk_copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _walk_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_walk_copy(v) for v in value]
-    return value
+def opted_out(resource: Mapping[str, Any]) -> bool:
+    """Whether the resource carries ``gpuparity.dask.org/skip: "true"``."""
+    annotations = get_in(resource, ("metadata", "annotations"))
+    return (
+        isinstance(annotations, Mapping) and str(annotations.get(SKIP_ANNOTATION)).lower() == "true"
+    )

@@ -11,12 +11,11 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from .resources import SKIP_ANNOTATION
+from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION, DISTRIBUTION, PREFIX, SKIP_ANNOTATION
 
 __all__ = ["MUTATING", "NAME", "VALIDATING", "WebhookValues", "configurations"]
 
-NAME = "dask-gpu-parity"
-DASK_GROUP, DASK_VERSION = "kubernetes.dask.org", "v1"
+NAME = DISTRIBUTION
 # (handler id, plural): the kopf handler ids and the URL paths of the webhooks.
 MUTATING = (("mutate-daskcluster", "daskclusters"), ("mutate-daskjob", "daskjobs"))
 VALIDATING = (
@@ -56,7 +55,7 @@ def _client_config(values: WebhookValues, handler: str) -> dict[str, Any]:
 
 def _webhook(values: WebhookValues, handler: str, plural: str) -> dict[str, Any]:
     return {
-        "name": f"{handler}.gpuparity.dask.org",
+        "name": f"{handler}.{PREFIX}",
         "admissionReviewVersions": ["v1"],
         "clientConfig": _client_config(values, handler),
         "rules": [

@@ -15,8 +15,6 @@ from typing import Any
 __all__ = [
     "GpuRequest",
     "Protocol",
-    "as_list",
-    "as_map",
     "containers",
     "env_value",
     "gpu_requests",
@@ -48,16 +46,6 @@ _QUANTITY = re.compile(
 )
 
 Protocol = str  # "tcp" or "ucx"
-
-
-def as_list(value: Any) -> list[Any]:
-    """``value`` if it is a list, else an empty one (malformed input counts as absent)."""
-    return value if isinstance(value, list) else []
-
-
-def as_map(value: Any) -> Mapping[str, Any]:
-    """``value`` if it is a mapping, else an empty one (malformed input counts as absent)."""
-    return value if isinstance(value, Mapping) else {}
 
 
 def is_gpu_resource(name: str) -> bool:

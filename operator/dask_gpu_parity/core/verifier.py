@@ -1,4 +1,4 @@
-"""The ``gpu-parity-check`` init container (DESIGN.md §6).
+"""The ``gpu-parity-check`` init container (docs/probe.md).
 
 It runs ``probe.py`` in the scheduler's own image, with the scheduler container's environment and
 its GPU request, so it proves the GPU *and* the software environment before the scheduler starts.
@@ -12,19 +12,18 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from . import probe
-from .gpu import as_list
-from .resources import copy_json
+from dask_gpu_parity import probe
+from dask_gpu_parity.names import VERIFIER_CONTAINER
+
+from .plain import as_list, copy_json
 
 __all__ = [
-    "CONTAINER_NAME",
     "EXPECT_DRIVER",
     "MIN_COMPUTE_CAPABILITY",
     "init_container",
     "probe_source",
 ]
 
-CONTAINER_NAME = "gpu-parity-check"
 EXPECT_DRIVER = probe.ENV_EXPECT_DRIVER
 MIN_COMPUTE_CAPABILITY = probe.ENV_MIN_COMPUTE_CAPABILITY
 # Pod fields the DaskCluster CRD (a Kubernetes 1.21 PodSpec) keeps on a container.
@@ -34,7 +33,9 @@ _COPIED = ("envFrom", "imagePullPolicy", "securityContext", "volumeMounts")
 @cache
 def probe_source() -> str:
     """The text of ``probe.py``, exactly as shipped."""
-    return resources.files(__package__).joinpath("probe.py").read_text("utf-8")
+    return (
+        resources.files(probe.__name__.rpartition(".")[0]).joinpath("probe.py").read_text("utf-8")
+    )
 
 
 def init_container(
@@ -67,7 +68,7 @@ def init_container(
     if min_compute_capability:
         env.append({"name": MIN_COMPUTE_CAPABILITY, "value": min_compute_capability})
     container: dict[str, Any] = {
-        "name": CONTAINER_NAME,
+        "name": VERIFIER_CONTAINER,
         "image": image or scheduler.get("image"),
         "command": (
             ["dask-gpu-parity", "verify-gpu"] if image else ["python", "-I", "-c", probe_source()]

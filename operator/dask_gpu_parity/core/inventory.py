@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .gpu import as_list, as_map, gpu_requests, is_gpu_resource, parse_quantity
+from .gpu import gpu_requests, is_gpu_resource, parse_quantity
+from .labels import expression_matches
+from .plain import as_list, as_map, get_in
 
 __all__ = [
     "CUDA_FULL",
@@ -34,6 +36,11 @@ _LEGACY_DRIVER = (
     "nvidia.com/cuda.driver.rev",
 )
 _LEGACY_CUDA = ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor")
+_REQUIRED_TERMS = (
+    "nodeAffinity",
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    "nodeSelectorTerms",
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -171,8 +178,7 @@ def node_fits(node: GpuNode, pod_spec: Any) -> bool:
 
 
 def _affinity_allows(node: GpuNode, affinity: Any) -> bool:
-    required = _get(affinity, "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-    terms = _get(required, "nodeSelectorTerms")
+    terms = get_in(affinity, _REQUIRED_TERMS)
     if not isinstance(terms, list) or not terms:
         return True
     return any(_term_matches(node, term) for term in terms)
@@ -192,26 +198,11 @@ def _term_matches(node: GpuNode, term: Any) -> bool:
 
 
 def _expression_matches(labels: Mapping[str, str], expr: Any) -> bool:
-    if not isinstance(expr, Mapping):
+    if not isinstance(expr, Mapping) or not isinstance(key := expr.get("key"), str):
         return False
-    key, operator = expr.get("key"), expr.get("operator")
-    values = as_list(expr.get("values"))
-    value = labels.get(key) if isinstance(key, str) else None
-    if operator == "In":
-        return value in values
-    if operator == "NotIn":
-        return value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            left, right = int(value), int(values[0])
-        except ValueError:
-            return False
-        return left > right if operator == "Gt" else left < right
-    return False
+    operator = expr.get("operator")
+    values = [v for v in as_list(expr.get("values")) if isinstance(v, str)]
+    return isinstance(operator, str) and expression_matches(labels, key, operator, values)
 
 
 def _tolerates(taints: Sequence[tuple[str, str, str]], tolerations: Any) -> bool:
@@ -234,11 +225,3 @@ def _toleration_matches(toleration: Mapping[str, Any], key: str, value: str, eff
     if operator == "Exists":
         return tkey in ("", key)
     return tkey == key and (toleration.get("value") or "") == value
-
-
-def _get(node: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(key)
-    return node

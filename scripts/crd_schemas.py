@@ -1,4 +1,7 @@
-"""Write the bundled Dask CRD schemas: ``python -m dask_gpu_parity.schema_gen CRD.yaml…``."""
+"""Write the bundled Dask CRD schemas (`make crd-schemas`): `python scripts/crd_schemas.py CRD…`.
+
+A developer tool: it is not part of the package.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,11 @@ import sys
 
 import yaml
 
-from .schema import extract
+from dask_gpu_parity.core.schema import extract
 
 
 def render(paths: list[str]) -> str:
-    """The JSON text of ``data/dask_crds.json`` for the given CRD files."""
+    """The JSON text of ``core/data/dask_crds.json`` for the given CRD files."""
     crds = []
     for path in paths:
         with open(path, encoding="utf-8") as handle:

@@ -13,10 +13,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import webhooks
-from .decisions import truncate
-from .gpu import as_map
-from .patch import Operation
+from dask_gpu_parity.core.patch import Operation
+from dask_gpu_parity.core.plain import as_map, truncate
+from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
+
+from . import configurations
 
 __all__ = [
     "MAX_BODY",
@@ -30,9 +31,9 @@ __all__ = [
     "triage",
 ]
 
-ROUTES = dict((*webhooks.MUTATING, *webhooks.VALIDATING))  # handler id (path) -> plural
+ROUTES = dict((*configurations.MUTATING, *configurations.VALIDATING))  # handler id (path) -> plural
 MAX_BODY = 16 << 20  # the API server accepts requests up to 3 MiB
-_DASK = (webhooks.DASK_GROUP, webhooks.DASK_VERSION)
+_DASK = (DASK_GROUP, DASK_VERSION)
 _REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 _MAX_MESSAGE = 400
 # The ``result`` label of answers made before the rules ran, by their status code.

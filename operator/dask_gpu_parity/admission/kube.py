@@ -14,7 +14,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from .webhooks import DASK_GROUP, DASK_VERSION
+from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
 __all__ = ["ApiError", "patch_deployment", "read_dask_cluster"]
 

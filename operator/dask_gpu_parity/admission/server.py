@@ -1,0 +1,158 @@
+"""The webhook server: every POST answered with an AdmissionReview, from the operator's state.
+
+kopf serves HTTPS (and reloads renewed certificates); the answers are ours. kopf's own admission
+engine is not used: it deep-copies the whole object and re-diffs it with ``jsonpatch`` on every
+request (more CPU than the parity rules), answers bad input with HTTP 400/404/500, allows a path
+without a handler id unchecked and keeps a memo per object.
+
+This overrides ``kopf.WebhookServer._serve``, a private method: kopf is pinned to the minor
+version it was written against, and ``tests/unit/test_kopf_contract.py`` fails when its shape
+changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp.web
+import kopf
+
+from dask_gpu_parity.core.plain import as_map
+
+from . import decisions, kube, metrics, reviews
+from .state import OperatorState
+
+__all__ = ["WebhookServer"]
+
+log = logging.getLogger("dask_gpu_parity")
+_READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
+
+
+class _TooLargeError(Exception):
+    """A request body over ``reviews.MAX_BODY``."""
+
+
+class WebhookServer(kopf.WebhookServer):
+    """kopf's HTTPS server (certificate reloading included) answering with the parity rules.
+
+    Webhooks act on CREATE only (the dask operator reads the scheduler spec once, at creation).
+    Every POST gets a valid AdmissionReview back, whatever the body.
+    """
+
+    def __init__(self, state: OperatorState, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.state = state
+
+    async def _serve(  # type: ignore[override]  # kopf's is static; it calls self._serve(fn, request)
+        self, fn: kopf.WebhookFn, request: aiohttp.web.Request
+    ) -> aiohttp.web.Response:
+        webhook = request.match_info.get("id", "")
+        data: Any = None
+        try:
+            data = reviews.loads(await _read(request))
+        except _TooLargeError:
+            answer = reviews.too_large()
+        except (ValueError, RecursionError) as exc:
+            answer = reviews.malformed(None, f"the body is not JSON ({exc})")
+        else:
+            answer = reviews.triage(data, webhook) or await self._admit_or_explain(webhook, data)
+        result = reviews.edge_result(answer)
+        if result is not None:  # the parity rules' answers are counted by _admit
+            route = webhook if webhook in reviews.ROUTES else "unknown"  # bounded label values
+            metrics.ADMISSIONS.labels("-", "-", route, result).inc()
+        return aiohttp.web.json_response(answer)
+
+    async def _admit_or_explain(self, webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``_admit``; an unexpected failure becomes a denial that says so (and is logged)."""
+        try:
+            return await self._admit(webhook, data)
+        except Exception as exc:
+            log.exception(
+                f"Webhook /{webhook} failed on request {reviews.review(data, allowed=False)}"
+            )
+            return reviews.failed(data, exc)
+
+    async def _admit(self, webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The answer to a well-formed CREATE of a Dask resource sent to one of our webhooks.
+
+        ``mutate-*`` gives the scheduler parity and says what changed and why, one warning per
+        change; ``validate-*`` denies (enforce) or warns about errors left after mutation.
+        """
+        started = time.perf_counter()
+        request = data["request"]
+        obj = dict(request["object"])
+        meta_namespace = as_map(obj.get("metadata")).get("namespace")
+        namespace = str(request.get("namespace") or meta_namespace or "")
+        state = self.state
+        labels, skip = state.namespace(namespace)
+        policy, inventory = state.policy(labels), state.inventory()
+        action, _, kind = webhook.partition("-")
+        if action == "mutate":
+            decision = decisions.mutate(obj, policy, inventory, namespace_skip=skip)
+        else:
+            name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
+            cluster = await _read_cluster(namespace, name) if name else None
+            decision = decisions.validate(
+                obj, policy, inventory, cluster=cluster, namespace_skip=skip
+            )
+        answer = reviews.review(
+            data,
+            allowed=decision.denial is None,
+            code=422,
+            message=decision.denial or "",
+            warnings=decision.warnings,
+            patch=decision.patch,
+        )
+        _count(webhook, kind, decision, started)
+        return answer
+
+
+async def _read(request: aiohttp.web.Request) -> bytes:
+    """The body, up to ``reviews.MAX_BODY`` (aiohttp's own 1 MiB limit would lose the uid)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > reviews.MAX_BODY:
+            raise _TooLargeError
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _read_cluster(namespace: str, name: str) -> decisions.ClusterLookup:
+    """The DaskCluster a GPU worker group joins, read from the API server now.
+
+    A read, not an index: consistent with the create that just returned (a group created right
+    after its cluster is checked against it), and no watch of every DaskCluster in every
+    webhook replica. Bounded by ``_READ_SECONDS``, so the API server always gets an answer.
+    """
+    read = asyncio.to_thread(kube.read_dask_cluster, namespace, name, timeout=_READ_SECONDS)
+    try:
+        found = await asyncio.wait_for(read, _READ_SECONDS + 0.5)  # the thread's own limit failed
+    except (TimeoutError, kube.ApiError) as exc:
+        error = str(exc) or f"no answer within {_READ_SECONDS:.0f} s"
+        log.warning(f"Reading DaskCluster {namespace}/{name} for DGP015 failed: {error}")
+        return decisions.ClusterLookup(name, error=error)
+    return decisions.ClusterLookup(name, found=found)
+
+
+def _count(webhook: str, kind: str, decision: decisions.Decision, started: float) -> None:
+    if decision.skipped:
+        result = "skipped"
+    elif decision.denial:
+        result = "denied"
+        for finding in decision.findings:
+            metrics.DENIALS.labels(finding.code).inc()
+    elif decision.patched is not None:
+        result = "patched"
+        for finding in decision.findings:
+            if finding.fixable:
+                metrics.FIXES.labels(finding.code).inc()
+    else:
+        result = "warned" if decision.warnings else "allowed"
+    metrics.ADMISSIONS.labels(kind, "CREATE", webhook, result).inc()
+    metrics.ADMISSION_SECONDS.labels(webhook).observe(time.perf_counter() - started)

@@ -1,0 +1,87 @@
+"""``evaluate()``: the one function that decides parity, for the CLI, the webhooks and the watch.
+
+It never mutates its input, never raises on malformed input (the schema rule reports it), only
+adds or sets what parity needs, and applying it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .findings import Finding
+from .gpu import gpu_requests
+from .inventory import Inventory
+from .patch import Operation, diff
+from .plain import copy_json, get_in
+from .policy import Policy
+from .resources import opted_out, view
+from .rules import Context, cluster_parity
+from .rules.schema import schema_findings
+from .rules.worker_group import worker_group
+from .view import cluster_view
+
+__all__ = ["DEFAULT_POLICY", "Result", "evaluate", "opted_out"]
+
+DEFAULT_POLICY = Policy()
+
+
+@dataclass(frozen=True)
+class Result:
+    """What ``evaluate`` decided: the patched resource and the findings about the original."""
+
+    original: Mapping[str, Any]
+    patched: Any
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def patch(self) -> list[Operation]:
+        """The JSON Patch from the original to the patched resource."""
+        return diff(self.original, self.patched)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the patched resource differs from the original."""
+        return bool(self.patched != self.original)
+
+
+def evaluate(
+    resource: Any,
+    policy: Policy | None = None,
+    inventory: Inventory | None = None,
+    *,
+    cluster: Mapping[str, Any] | None = None,
+    schema: bool = True,
+) -> Result:
+    """Check a Dask resource for parity and compute its fixed version.
+
+    Args:
+        resource: any document; non-Dask documents come back unchanged with no findings.
+        policy: the policy in force (built-in defaults when ``None``). ``mode`` is the
+            adapters' business: ``evaluate`` always reports and always computes the fix.
+        inventory: GPU nodes; enables driver-class pinning and the schedulability rule.
+        cluster: for a DaskWorkerGroup, its DaskCluster, when known.
+        schema: check the document against the Dask CRD schemas. A validating webhook turns
+            this off: the API server has validated (and pruned) the object before calling it.
+
+    Returns:
+        The patched resource and the findings about the original.
+    """
+    policy = policy or DEFAULT_POLICY
+    dask = view(resource)
+    if dask is None or opted_out(resource):
+        return Result(resource, resource)
+    worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()))
+    if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
+        found = schema_findings(resource, dask.kind, fix=False) if schema else []
+        return Result(resource, resource, tuple(found))
+    patched: dict[str, Any] = copy_json(resource)
+    findings = schema_findings(patched, dask.kind, fix=True) if schema else []
+    if dask.scheduler_path is not None:
+        resolved = cluster_view(patched, dask)
+        if resolved is not None:  # else malformed: the schema rule has said what is wrong
+            findings += cluster_parity(Context(resolved, policy, inventory))
+    elif cluster is not None:
+        findings += worker_group(patched, dask, cluster, policy)
+    return Result(resource, patched, tuple(findings))

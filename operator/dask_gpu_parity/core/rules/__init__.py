@@ -1,0 +1,36 @@
+"""The parity rules (docs/findings.md), one module per concern, run in a fixed order.
+
+Every rule reads a :class:`~.context.Context` (the cluster's view, the policy, the inventory) and
+returns findings, writing safe fixes into the view's patched dicts.
+"""
+
+from __future__ import annotations
+
+from dask_gpu_parity.core.findings import Finding
+from dask_gpu_parity.core.policy import Placement
+
+from .constraints import worker_constraints
+from .context import Context
+from .environment import environment
+from .gpu import scheduler_gpu
+from .image import job_runner_image, scheduler_image
+from .pinning import pin_driver_class, schedulable
+from .verifier import verifier
+
+__all__ = ["Context", "cluster_parity"]
+
+
+def cluster_parity(ctx: Context) -> list[Finding]:
+    """Run every scheduler rule on a GPU DaskCluster or DaskJob, fixing the view in place."""
+    findings = scheduler_gpu(ctx) + scheduler_image(ctx) + job_runner_image(ctx)
+    findings += environment(ctx)
+    pinned = None
+    if ctx.policy.placement is not Placement.NONE:
+        findings += worker_constraints(ctx)
+        if ctx.inventory is not None:
+            pin_findings, pinned = pin_driver_class(ctx, ctx.inventory)
+            findings += pin_findings
+    findings += verifier(ctx, pinned)
+    if ctx.inventory is not None:
+        findings += schedulable(ctx, ctx.inventory)
+    return findings

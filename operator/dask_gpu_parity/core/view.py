@@ -1,0 +1,107 @@
+"""The typed view of a GPU Dask cluster that every parity rule reads.
+
+:func:`cluster_view` resolves, once, where the scheduler, worker and job-runner pod specs and
+their working containers are, with their JSON pointers, the workers' GPU requests and image and
+the protocol. The view's dicts are the *patched* copy that ``evaluate`` owns: a rule that fixes
+something writes there, and the engine diffs the result against the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .gpu import GpuRequest, Protocol, containers, gpu_requests, primary_container, protocol
+from .patch import pointer
+from .plain import get_in
+from .resources import DaskResource
+
+__all__ = ["ClusterView", "PodView", "cluster_view"]
+
+
+@dataclass(frozen=True)
+class PodView:
+    """One pod spec of the resource and the container in it that does the work."""
+
+    spec: dict[str, Any]
+    ptr: str  # JSON pointer of the pod spec
+    index: int  # of the working container in ``containers``
+    container: dict[str, Any]
+
+    @property
+    def container_ptr(self) -> str:
+        """JSON pointer of the working container."""
+        return f"{self.ptr}/containers/{self.index}"
+
+    def gpu_requests(self) -> list[GpuRequest]:
+        """The pod's GPU requests as they are now (rules may have added some)."""
+        return gpu_requests(self.spec)
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """A GPU DaskCluster or DaskJob, resolved for the rules."""
+
+    resource: DaskResource
+    scheduler: PodView
+    worker: PodView
+    job_runner: PodView | None
+    worker_gpus: tuple[GpuRequest, ...]  # never empty: CPU-only clusters have no view
+    protocol: Protocol
+
+    @property
+    def worker_image(self) -> str | None:
+        """The workers' image, when they name one."""
+        image = self.worker.container.get("image")
+        return image if isinstance(image, str) and image else None
+
+
+def cluster_view(patched: dict[str, Any], dask: DaskResource) -> ClusterView | None:
+    """The view of a GPU cluster or job, ``None`` when its pod specs are malformed.
+
+    Malformed input has no view: the schema rule has already said what is wrong.
+    """
+    if dask.scheduler_path is None or dask.worker_path is None:
+        return None
+    worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path)))
+    scheduler = _pod(patched, dask.scheduler_path, _scheduler_index)
+    worker = _pod(patched, dask.worker_path, _primary_index)
+    if scheduler is None or worker is None or not worker_gpus:
+        return None
+    runner = _pod(patched, dask.job_runner_path, _primary_index) if dask.job_runner_path else None
+    return ClusterView(
+        resource=dask,
+        scheduler=scheduler,
+        worker=worker,
+        job_runner=runner,
+        worker_gpus=worker_gpus,
+        protocol=protocol(scheduler.spec, worker.spec),
+    )
+
+
+def _pod(patched: dict[str, Any], path: tuple[Any, ...], index_of: Any) -> PodView | None:
+    spec = get_in(patched, path)
+    if not isinstance(spec, dict):
+        return None
+    index = index_of(spec)
+    if index is None:
+        return None
+    container = spec["containers"][index]
+    if not isinstance(container, dict):
+        return None
+    return PodView(spec, pointer(*path), index, container)
+
+
+def _scheduler_index(spec: Mapping[str, Any]) -> int | None:
+    """The container named ``scheduler``, else the first."""
+    found = list(containers(spec))
+    for index, container in found:
+        if container.get("name") == "scheduler":
+            return index
+    return found[0][0] if found else None
+
+
+def _primary_index(spec: Mapping[str, Any]) -> int | None:
+    primary = primary_container(spec)
+    return primary[0] if primary else None

@@ -1,0 +1,132 @@
+"""Documents of a source: multi-document YAML and JSON, ``kind: List`` items, no YAML bombs.
+
+Reading uses PyYAML's libyaml loader when present (fast, and it gives each document's line),
+behind the YAML 1.1 gate (``yaml11``) that takes the faster reader where both agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from . import yaml11
+from .sources import InputError, Source
+
+__all__ = ["MAX_EXPANDED_NODES", "Document", "Loader", "Scope", "parse"]
+
+Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_EXPANDED_NODES = 1_000_000
+# A walk's scope (``locate``): the text offsets a mapping or sequence spans. The first may be
+# mid-line (a list item's first key follows its dash); the others start at line starts.
+Scope = tuple[int, int]
+
+
+@dataclass
+class Document:
+    """One object of a source: a YAML document, or an item of a ``kind: List`` document."""
+
+    source: Source
+    index: int  # document number in the source, from 0
+    line: int  # first line of the document, from 1
+    data: Any
+    end: int = 0  # last line (from 1) of the document
+    prefix: str = ""  # JSON Pointer of the object inside the document (List items)
+    # locate(): JSON Pointer -> (line, scope), shared by the findings of one document
+    located: dict[str, tuple[int, Scope | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+
+def parse(source: Source) -> list[Document]:
+    """The objects of a source, in order; empty documents are left out.
+
+    Raises:
+        InputError: invalid YAML, a YAML bomb, or a document that is not an object.
+    """
+    pieces = yaml11.split(source.text)
+    if pieces is None:
+        return _parse_exact(source, source.text, 0)
+    documents: list[Document] = []
+    for index, piece in enumerate(pieces):
+        fast, data = yaml11.load(piece)
+        if fast:
+            documents.extend(_objects(source, index, piece.first, piece.end, data))
+        else:  # padded, so PyYAML's marks are the source's line numbers
+            documents.extend(_parse_exact(source, "\n" * piece.line + piece.text, index))
+    return documents
+
+
+def _parse_exact(source: Source, text: str, first_index: int) -> list[Document]:
+    """The objects of ``text`` (all or part of the source) read by PyYAML."""
+    documents: list[Document] = []
+    loader = Loader(text)
+    anchors = "&" in text  # no anchor, no alias: skip the bomb check
+    try:
+        index = first_index
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1 if node is not None else 0
+            if node is not None:
+                if anchors:
+                    _refuse_bombs(node, source, line)
+                data = loader.construct_document(node)
+                mark = node.end_mark  # at column 0 it is the next document's first line
+                end = mark.line + (1 if mark.column else 0)
+                documents.extend(_objects(source, index, line, end, data))
+            index += 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = source.display
+        if mark is not None:
+            where = f"{where}:{mark.line + 1}:{mark.column + 1}"
+        raise InputError(f"{where}: invalid YAML: {exc.problem or exc.context}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source.display}: invalid YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise InputError(f"{source.display}: YAML nested too deeply") from exc
+    finally:
+        loader.dispose()
+    return documents
+
+
+def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
+        raise InputError(
+            f"{source.display}:{line}: document {index + 1} is {kind}, not a Kubernetes object"
+        )
+    if data.get("kind") == "List" and isinstance(data.get("items"), list):
+        for i, item in enumerate(data["items"]):
+            if isinstance(item, dict):
+                yield Document(source, index, line, item, end, f"/items/{i}")
+        return
+    yield Document(source, index, line, data, end)
+
+
+def _refuse_bombs(root: Any, source: Source, line: int) -> None:
+    """Refuse documents whose aliases expand to more than MAX_EXPANDED_NODES nodes."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # cycles count once
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(v) for v in node.value)
+        sizes[key] = total
+        return total
+
+    if size(root) > MAX_EXPANDED_NODES:
+        raise InputError(
+            f"{source.display}:{line}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} "
+            "nodes (a YAML bomb?): refusing to read it"
+        )

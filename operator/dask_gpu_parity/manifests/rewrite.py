@@ -1,0 +1,152 @@
+"""Writing fixes: the engine's JSON Patch replayed onto the documents that changed.
+
+Only changed documents are re-serialised (ruamel.yaml round trip), so comments, key order and
+every other document stay byte for byte; files are replaced atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from dask_gpu_parity.core.patch import Operation, apply_in_place
+
+from .documents import Loader
+from .sources import BREAK, BREAKS, Source
+
+__all__ = ["render_fixed", "write_in_place"]
+
+
+def _document_starts(source: Source) -> list[int]:
+    """The first line (from 0) of each document's text chunk."""
+    starts: list[int] = []
+    for event in yaml.parse(source.text, Loader=Loader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            mark = event.start_mark
+            starts.append(0 if not starts or mark is None else mark.line)
+    return starts or [0]
+
+
+def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
+    """The source's text with patches applied to the documents they name.
+
+    Args:
+        source: the original input.
+        patches: document index -> [(object prefix, JSON Patch)]; other documents are copied
+            byte for byte.
+    """
+    if not any(ops for items in patches.values() for _, ops in items):
+        return source.text
+    if source.name.endswith(".json"):
+        return _render_json(source, patches)
+    lines = _LINE.findall(source.text)
+    starts = [*_document_starts(source), len(lines)]
+    out: list[str] = []
+    for index in range(len(starts) - 1):
+        chunk = "".join(lines[starts[index] : starts[index + 1]])
+        items = [(p, ops) for p, ops in patches.get(index, []) if ops]
+        out.append(_patch_chunk(chunk, items) if items else chunk)
+    return "".join(out)
+
+
+def _render_json(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
+    data = json.loads(source.text)
+    for prefix, ops in patches.get(0, []):
+        apply_in_place(data, _prefixed(prefix, ops))
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+_LINE = re.compile(rf"[^{BREAKS}]*(?:{BREAK.pattern})|[^{BREAKS}]+$")  # lines as YAML counts them
+_HEADER = re.compile(r"^(?:\s*(?:#.*)?|---\s*|%.*)$")
+
+
+def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
+    """Apply patches to one document's text, keeping its leading comments and ``---`` as is."""
+    lines = _LINE.findall(chunk)
+    head = 0
+    while head < len(lines) and _HEADER.match(lines[head].rstrip("\n")):
+        head += 1
+    preamble, body = "".join(lines[:head]), "".join(lines[head:])
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 4096
+    mapping, sequence, offset = _indentation(body)
+    rt.indent(mapping=mapping, sequence=sequence, offset=offset)
+    data = rt.load(body)
+    for prefix, ops in items:
+        apply_in_place(data, _prefixed(prefix, [_literal(op) for op in ops]))
+    stream = io.StringIO()
+    rt.dump(data, stream)
+    return preamble + stream.getvalue()
+
+
+def _prefixed(prefix: str, ops: list[Operation]) -> list[Operation]:
+    return [{**op, "path": prefix + op["path"]} for op in ops]
+
+
+def _literal(op: Operation) -> Operation:
+    """Show new multi-line strings (the probe source) as ``|`` blocks."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str) and "\n" in value:
+            return LiteralScalarString(value)
+        if isinstance(value, dict):
+            return {k: convert(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        return value
+
+    return {**op, "value": convert(op["value"])} if "value" in op else op
+
+
+_KEY = re.compile(r"^( *)[^\s#-][^:]*:\s*(?:#.*)?$")
+_DASH = re.compile(r"^( *)- ")
+
+
+def _indentation(text: str) -> tuple[int, int, int]:
+    """Guess (mapping, sequence, offset) indentation from the user's YAML."""
+    mapping, sequence, offset = 2, 4, 2
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    for before, after in itertools.pairwise(lines):
+        key = _KEY.match(before)
+        if not key:
+            continue
+        parent = len(key.group(1))
+        dash = _DASH.match(after)
+        if dash:
+            offset = len(dash.group(1)) - parent
+            sequence = offset + 2
+            break
+    for before, after in itertools.pairwise(lines):
+        key = _KEY.match(before)
+        if key and not _DASH.match(after):
+            step = (len(after) - len(after.lstrip(" "))) - len(key.group(1))
+            if step > 0:
+                mapping = step
+                break
+    return mapping, max(sequence, offset + 2), max(offset, 0)
+
+
+def write_in_place(path: str, text: str) -> None:
+    """Replace a file atomically (a temporary file beside it, then rename), keeping its mode."""
+    target = Path(path)
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
