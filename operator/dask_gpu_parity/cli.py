@@ -12,7 +12,7 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 import yaml
@@ -23,7 +23,7 @@ from .core.engine import Result, evaluate
 from .core.findings import Severity
 from .core.inventory import Inventory
 from .core.plain import as_map
-from .core.policy import Policy, PolicyError, load
+from .core.policy import ExtendedResourceToleration, Policy, PolicyError, load
 from .core.resources import DaskResource, view
 from .manifests import Document, InputError, locate, parse, read, render_fixed, write_in_place
 from .manifests.report import FORMATS, Located, render, resource_label, summary
@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--policy", metavar="FILE", help="a DaskGPUPolicy manifest")
         sub.add_argument(
             "--nodes", metavar="FILE", help="`kubectl get nodes -o yaml` output: placement rules"
+        )
+        sub.add_argument(
+            "--extended-resource-toleration",
+            choices=[e.value for e in ExtendedResourceToleration],
+            help="whether the cluster's ExtendedResourceToleration admission plugin is on "
+            "(default: the policy's, else auto: on for GKE, AKS and EKS nodes)",
         )
 
     check = commands.add_parser("check", help="report parity findings in manifests")
@@ -102,17 +108,19 @@ class _Checked:
     result: Result
 
 
-def _load_policy(path: str | None) -> Policy | None:
+def _load_policy(args: argparse.Namespace) -> Policy | None:
+    path, ert = args.policy, args.extended_resource_toleration
     if path is None:
-        return None
+        return None if ert is None else Policy(extended_resource_toleration=ert)
     documents = [d for s in read([path]) for d in parse(s)]
     policies = [d for d in documents if d.data.get("kind") == "DaskGPUPolicy"]
     if len(policies) != 1:
         raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
     try:
-        return load(policies[0].data)
+        policy = load(policies[0].data)
     except PolicyError as exc:
         raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
+    return policy if ert is None else replace(policy, extended_resource_toleration=ert)
 
 
 def _load_inventory(path: str | None) -> Inventory | None:
@@ -145,7 +153,7 @@ def _evaluate_all(
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    policy, inventory = _load_policy(args.policy), _load_inventory(args.nodes)
+    policy, inventory = _load_policy(args), _load_inventory(args.nodes)
     sources = read(args.paths)
     documents = [d for s in sources for d in parse(s)]
     checked = _evaluate_all(documents, policy, inventory)
@@ -175,7 +183,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 def _fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.in_place and "-" in args.paths:
         raise InputError("fix: --in-place cannot rewrite stdin; drop - or --in-place")
-    policy, inventory = _load_policy(args.policy), _load_inventory(args.nodes)
+    policy, inventory = _load_policy(args), _load_inventory(args.nodes)
     sources = read(args.paths)
     parsed = [(source, parse(source)) for source in sources]
     checked = _evaluate_all([d for _, docs in parsed for d in docs], policy, inventory)

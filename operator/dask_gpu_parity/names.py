@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "CLUSTER_NAME_LABEL",
     "COMPONENT_LABEL",
+    "CUDA_ANNOTATION",
     "DASK_API_VERSION",
     "DASK_GROUP",
     "DASK_VERSION",
@@ -39,5 +40,6 @@ POLICY_API_VERSION = f"{POLICY_GROUP}/{POLICY_VERSION}"
 POLICY_KIND = "DaskGPUPolicy"
 POLICY_PLURAL = "daskgpupolicies"
 SKIP_ANNOTATION = f"{PREFIX}/skip"  # opt-out, on a Dask resource or its namespace
+CUDA_ANNOTATION = f"{PREFIX}/cuda-version"  # the CUDA version the image needs, e.g. "13.0"
 
 VERIFIER_CONTAINER = "gpu-parity-check"  # the init container that proves the scheduler's GPU

@@ -92,6 +92,26 @@ RULES: dict[str, Rule] = {
         ),
         Rule("DGP016", "job-runner-image", "Job runner image differs", Severity.WARNING, False),
         Rule("DGP017", "malformed", "Dask resource is malformed", Severity.ERROR, False),
+        Rule(
+            "DGP020", "cuda-driver", "No driver class runs the image's CUDA", Severity.ERROR, False
+        ),
+        Rule(
+            "DGP021",
+            "cuda-minor",
+            "Driver supports an older CUDA minor than the image",
+            Severity.WARNING,
+            False,
+        ),
+        Rule(
+            "DGP022", "workers-unschedulable", "No node can take the workers", Severity.ERROR, False
+        ),
+        Rule(
+            "DGP023",
+            "no-driver-labels",
+            "GPU nodes carry no driver labels",
+            Severity.WARNING,
+            False,
+        ),
     )
 }
 

@@ -20,12 +20,17 @@ from .plain import as_list, as_map, get_in
 __all__ = [
     "CUDA_FULL",
     "DRIVER_FULL",
+    "POOL_LABELS",
+    "PROVIDERS",
     "DriverClass",
     "GpuNode",
     "Inventory",
+    "PoolClass",
+    "Provider",
     "driver_class",
     "node_fits",
     "pod_gpu_demand",
+    "toleration_matches",
 ]
 
 DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -41,6 +46,46 @@ _REQUIRED_TERMS = (
     "requiredDuringSchedulingIgnoredDuringExecution",
     "nodeSelectorTerms",
 )
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A managed Kubernetes service whose GPU nodes may carry no GFD labels."""
+
+    name: str
+    pool_label: str  # names the node pool (or node group) a node belongs to
+    labels: tuple[str, ...]  # provider labels that place a GPU pod: pool, GPU model, driver
+    extended_resource_toleration: bool = True  # the service enables the admission plugin
+
+
+# Sources (tests/fixtures/inventories/README.md has the links): GKE "Run GPUs in Standard node
+# pools" and node pool labels; AKS "Use labels" and "Use NVIDIA GPUs"; EKS managed node groups
+# and Karpenter's well-known labels. All three list ExtendedResourceToleration as enabled.
+PROVIDERS = (
+    Provider(
+        "GKE",
+        "cloud.google.com/gke-nodepool",
+        (
+            "cloud.google.com/gke-nodepool",
+            "cloud.google.com/gke-accelerator",
+            "cloud.google.com/gke-gpu-driver-version",
+        ),
+    ),
+    Provider("AKS", "kubernetes.azure.com/agentpool", ("kubernetes.azure.com/agentpool",)),
+    Provider(
+        "EKS",
+        "eks.amazonaws.com/nodegroup",
+        ("eks.amazonaws.com/nodegroup", "k8s.amazonaws.com/accelerator"),
+    ),
+    Provider(
+        "Karpenter",
+        "karpenter.sh/nodepool",
+        ("karpenter.sh/nodepool", "karpenter.k8s.aws/instance-gpu-name"),
+    ),
+)
+# Provider labels the scheduler copies from the workers: they stand for the driver where GFD
+# labels are missing (one node pool, one driver).
+POOL_LABELS = frozenset(label for p in PROVIDERS for label in p.labels)
 
 
 @dataclass(frozen=True, order=True)
@@ -65,6 +110,17 @@ def driver_class(labels: Mapping[str, str]) -> DriverClass | None:
     return DriverClass(driver, cuda) if driver and cuda else None
 
 
+@dataclass(frozen=True, order=True)
+class PoolClass:
+    """A provider's node pool: one driver for all its nodes when GFD labels are missing."""
+
+    label: str
+    pool: str
+
+    def __str__(self) -> str:
+        return f"node pool {self.label}={self.pool}"
+
+
 @dataclass(frozen=True)
 class GpuNode:
     """What placement needs of one GPU node."""
@@ -73,7 +129,8 @@ class GpuNode:
     labels: Mapping[str, str]
     taints: tuple[tuple[str, str, str], ...]  # (key, value, effect)
     allocatable: Mapping[str, Decimal]  # GPU resources only
-    unschedulable: bool = False
+    unschedulable: bool = False  # cordoned (spec.unschedulable)
+    ready: bool = True  # the Ready condition is True (or not reported)
 
     @property
     def driver_class(self) -> DriverClass | None:
@@ -106,12 +163,15 @@ class GpuNode:
             if isinstance(t, Mapping)
         )
         labels = {str(k): str(v) for k, v in as_map(metadata.get("labels")).items()}
+        conditions = [c for c in as_list(status.get("conditions")) if isinstance(c, Mapping)]
+        ready = [str(c.get("status")) for c in conditions if c.get("type") == "Ready"]
         return cls(
             name=str(metadata.get("name", "")),
             labels=labels,
             taints=taints,
             allocatable=allocatable,
-            unschedulable=bool(spec.get("unschedulable")),
+            unschedulable=spec.get("unschedulable") is True,
+            ready=ready[-1:] in ([], ["True"]),
         )
 
 
@@ -127,9 +187,32 @@ class Inventory:
         gpu_nodes = (GpuNode.from_node(n) for n in nodes if isinstance(n, Mapping))
         return cls(tuple(sorted((n for n in gpu_nodes if n), key=lambda n: n.name)))
 
-    def fitting(self, pod_spec: Any) -> list[GpuNode]:
-        """The nodes that could take a pod with ``pod_spec``."""
-        return [n for n in self.nodes if node_fits(n, pod_spec)]
+    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> list[GpuNode]:
+        """The nodes that could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
+        return [n for n in self.nodes if node_fits(n, pod_spec, extended_tolerations)]
+
+    @property
+    def labelled(self) -> bool:
+        """Whether any node carries GFD driver labels (else driver classes cannot be told)."""
+        return any(n.driver_class is not None for n in self.nodes)
+
+    @property
+    def provider(self) -> Provider | None:
+        """The managed Kubernetes service the nodes' labels name, if any."""
+        for provider in PROVIDERS:
+            if any(label in n.labels for n in self.nodes for label in provider.labels):
+                return provider
+        return None
+
+    def pools(self, nodes: Sequence[GpuNode]) -> dict[PoolClass, list[GpuNode]]:
+        """Nodes grouped by their provider's node pool label (nodes without one left out)."""
+        grouped: dict[PoolClass, list[GpuNode]] = {}
+        for node in nodes:
+            for provider in PROVIDERS:  # EKS clusters mix managed node groups and Karpenter
+                if pool := node.labels.get(provider.pool_label):
+                    grouped.setdefault(PoolClass(provider.pool_label, pool), []).append(node)
+                    break
+        return grouped
 
     def classes(self, nodes: Sequence[GpuNode] | None = None) -> dict[DriverClass, list[GpuNode]]:
         """Nodes grouped by driver class (unlabelled nodes left out)."""
@@ -157,24 +240,30 @@ def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:
     return demand
 
 
-def node_fits(node: GpuNode, pod_spec: Any) -> bool:
+def node_fits(node: GpuNode, pod_spec: Any, extended_tolerations: bool = False) -> bool:
     """Whether kube-scheduler's node filters would let ``pod_spec`` onto ``node``.
 
-    Covers nodeSelector, required node affinity, NoSchedule/NoExecute taints, cordoning and
-    allocatable GPU resources — the filters that decide GPU placement.
+    Covers nodeSelector, required node affinity, NoSchedule/NoExecute taints, cordoning,
+    readiness and allocatable GPU resources — the filters that decide GPU placement. With
+    ``extended_tolerations`` the pod also tolerates what the ExtendedResourceToleration admission
+    plugin adds: ``{key: <resource>, operator: Exists, effect: NoSchedule}`` for each extended
+    resource it requests.
     """
-    if node.unschedulable or not isinstance(pod_spec, Mapping):
+    if node.unschedulable or not node.ready or not isinstance(pod_spec, Mapping):
         return False
     selector = pod_spec.get("nodeSelector")
     if isinstance(selector, Mapping) and any(node.labels.get(k) != v for k, v in selector.items()):
         return False
     if not _affinity_allows(node, pod_spec.get("affinity")):
         return False
-    if not _tolerates(node.taints, pod_spec.get("tolerations")):
+    demand = pod_gpu_demand(pod_spec)
+    tolerations = as_list(pod_spec.get("tolerations"))
+    if extended_tolerations:
+        added = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in demand]
+        tolerations = [*tolerations, *added]
+    if not _tolerates(node.taints, tolerations):
         return False
-    return all(
-        node.allocatable.get(k, Decimal(0)) >= v for k, v in pod_gpu_demand(pod_spec).items()
-    )
+    return all(node.allocatable.get(k, Decimal(0)) >= v for k, v in demand.items())
 
 
 def _affinity_allows(node: GpuNode, affinity: Any) -> bool:
@@ -212,12 +301,13 @@ def _tolerates(taints: Sequence[tuple[str, str, str]], tolerations: Any) -> bool
     for key, value, effect in taints:
         if effect not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(_toleration_matches(t, key, value, effect) for t in items):
+        if not any(toleration_matches(t, key, value, effect) for t in items):
             return False
     return True
 
 
-def _toleration_matches(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+def toleration_matches(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+    """Whether one toleration tolerates the taint ``key=value:effect``."""
     if toleration.get("effect") not in (None, "", effect):
         return False
     operator = toleration.get("operator") or "Equal"

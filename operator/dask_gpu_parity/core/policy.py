@@ -20,6 +20,7 @@ from .gpu import is_gpu_resource, parse_quantity
 from .labels import LabelSelector
 
 __all__ = [
+    "ExtendedResourceToleration",
     "Mode",
     "Placement",
     "Policy",
@@ -53,6 +54,20 @@ class Placement(enum.StrEnum):
     NONE = "none"  # leave placement to the user
 
 
+class ExtendedResourceToleration(enum.StrEnum):
+    """Whether the cluster's ExtendedResourceToleration admission plugin is on.
+
+    The plugin makes a pod that requests ``nvidia.com/gpu`` tolerate the ``nvidia.com/gpu`` taint.
+    No API shows whether a cluster enables it, so it is a setting: ``auto`` assumes it where the
+    nodes' labels show GKE, AKS or EKS (which enable it) and not elsewhere (upstream Kubernetes
+    does not). The values are not ``on``/``off``, which YAML 1.1 reads as booleans.
+    """
+
+    AUTO = "auto"
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+
+
 @dataclass(frozen=True)
 class Policy:
     """Everything ``evaluate`` needs to know about what parity means here."""
@@ -66,6 +81,7 @@ class Policy:
     scheduler_gpu_count: int = 1
     scheduler_node_selector: tuple[tuple[str, str], ...] = ()
     placement: Placement = Placement.PIN_DRIVER_CLASS
+    extended_resource_toleration: ExtendedResourceToleration = ExtendedResourceToleration.AUTO
     verifier_enabled: bool = True
     verifier_image: str | None = None
     verifier_min_compute_capability: str | None = None
@@ -107,7 +123,7 @@ def load(manifest: Any) -> Policy:
     scheduler = _mapping(spec.get("scheduler", {}), "spec.scheduler")
     _no_unknown(scheduler, {"gpuResource", "gpuCount", "nodeSelector"}, "spec.scheduler")
     placement = _mapping(spec.get("placement", {}), "spec.placement")
-    _no_unknown(placement, {"strategy"}, "spec.placement")
+    _no_unknown(placement, {"strategy", "extendedResourceToleration"}, "spec.placement")
     verifier = _mapping(spec.get("verifier", {}), "spec.verifier")
     _no_unknown(
         verifier,
@@ -136,6 +152,9 @@ def load(manifest: Any) -> Policy:
         raise PolicyError(
             f'spec.verifier.minComputeCapability: expected MAJOR.MINOR like "8.0", found {min_cc!r}'
         )
+    ert = placement.get("extendedResourceToleration", "auto")
+    if isinstance(ert, bool):  # YAML 1.1 reads on/off/yes/no as booleans
+        ert = "enabled" if ert else "disabled"
     name = metadata.get("name")
     return Policy(
         name=name if isinstance(name, str) and name else "unnamed",
@@ -154,6 +173,11 @@ def load(manifest: Any) -> Policy:
             Placement,
             placement.get("strategy", defaults.placement.value),
             "spec.placement.strategy",
+        ),
+        extended_resource_toleration=_enum(
+            ExtendedResourceToleration,
+            ert,
+            "spec.placement.extendedResourceToleration",
         ),
         verifier_enabled=_bool(verifier.get("enabled", True), "spec.verifier.enabled"),
         verifier_image=_optional_str(verifier.get("image"), "spec.verifier.image"),

@@ -18,6 +18,7 @@ from dask_gpu_parity.names import VERIFIER_CONTAINER
 from .plain import as_list, copy_json
 
 __all__ = [
+    "EXPECT_CUDA",
     "EXPECT_DRIVER",
     "MIN_COMPUTE_CAPABILITY",
     "init_container",
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 EXPECT_DRIVER = probe.ENV_EXPECT_DRIVER
+EXPECT_CUDA = probe.ENV_EXPECT_CUDA
 MIN_COMPUTE_CAPABILITY = probe.ENV_MIN_COMPUTE_CAPABILITY
 # Pod fields the DaskCluster CRD (a Kubernetes 1.21 PodSpec) keeps on a container.
 _COPIED = ("envFrom", "imagePullPolicy", "securityContext", "volumeMounts")
@@ -45,6 +47,7 @@ def init_container(
     gpu_count: str,
     expect_driver: str | None,
     min_compute_capability: str | None,
+    expect_cuda: str | None = None,
     image: str | None,
     cpu: str,
     memory: str,
@@ -57,14 +60,19 @@ def init_container(
         gpu_count: its quantity, as a string.
         expect_driver: the driver version the node must have, when known.
         min_compute_capability: the minimum compute capability, when the policy sets one.
+        expect_cuda: the CUDA version admission assumed the image needs, when known.
         image: our own image to run ``dask-gpu-parity verify-gpu`` instead of the embedded probe.
         cpu: CPU request.
         memory: memory request and limit.
     """
     env = [copy_json(e) for e in as_list(scheduler.get("env")) if isinstance(e, Mapping)]
-    env = [e for e in env if e.get("name") not in (EXPECT_DRIVER, MIN_COMPUTE_CAPABILITY)]
+    env = [
+        e for e in env if e.get("name") not in (EXPECT_DRIVER, EXPECT_CUDA, MIN_COMPUTE_CAPABILITY)
+    ]
     if expect_driver:
         env.append({"name": EXPECT_DRIVER, "value": expect_driver})
+    if expect_cuda:
+        env.append({"name": EXPECT_CUDA, "value": expect_cuda})
     if min_compute_capability:
         env.append({"name": MIN_COMPUTE_CAPABILITY, "value": min_compute_capability})
     container: dict[str, Any] = {

@@ -1,9 +1,10 @@
 """The typed view of a GPU Dask cluster that every parity rule reads.
 
 :func:`cluster_view` resolves, once, where the scheduler, worker and job-runner pod specs and
-their working containers are, with their JSON pointers, the workers' GPU requests and image and
-the protocol. The view's dicts are the *patched* copy that ``evaluate`` owns: a rule that fixes
-something writes there, and the engine diffs the result against the original.
+their working containers are, with their JSON pointers, the workers' GPU requests, the CUDA
+version their image needs, and the protocol. The view's dicts are the *patched* copy that
+``evaluate`` owns: a rule that fixes something writes there, and the engine diffs the result
+against the original.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .cuda import CudaNeed, need
 from .gpu import GpuRequest, Protocol, containers, gpu_requests, primary_container, protocol
 from .patch import pointer
 from .plain import get_in
@@ -49,6 +51,7 @@ class ClusterView:
     job_runner: PodView | None
     worker_gpus: tuple[GpuRequest, ...]  # never empty: CPU-only clusters have no view
     protocol: Protocol
+    cuda: CudaNeed | None  # the CUDA version the workers' image needs, when it can be told
 
     @property
     def worker_image(self) -> str | None:
@@ -77,6 +80,7 @@ def cluster_view(patched: dict[str, Any], dask: DaskResource) -> ClusterView | N
         job_runner=runner,
         worker_gpus=worker_gpus,
         protocol=protocol(scheduler.spec, worker.spec),
+        cuda=need(patched, worker.container),
     )
 
 

@@ -14,7 +14,8 @@ from .context import Context
 from .environment import environment
 from .gpu import scheduler_gpu
 from .image import job_runner_image, scheduler_image
-from .pinning import pin_driver_class, schedulable
+from .pinning import pin_driver_class
+from .schedulable import schedulable
 from .verifier import verifier
 
 __all__ = ["Context", "cluster_parity"]
@@ -32,5 +33,6 @@ def cluster_parity(ctx: Context) -> list[Finding]:
             findings += pin_findings
     findings += verifier(ctx, pinned)
     if ctx.inventory is not None:
-        findings += schedulable(ctx, ctx.inventory)
+        explained = any(f.code == "DGP020" for f in findings)
+        findings += schedulable(ctx, ctx.inventory, explained=explained)
     return findings

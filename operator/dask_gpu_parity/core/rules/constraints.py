@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dask_gpu_parity.core.findings import Finding
+from dask_gpu_parity.core.inventory import POOL_LABELS, toleration_matches
 from dask_gpu_parity.core.plain import copy_json
 
 from .affinity import expressions, set_terms, terms
@@ -26,9 +27,15 @@ _DRIVER_KEYS = "nvidia.com/cuda."  # driver and CUDA version labels, new and leg
 def _wanted_key(key: Any, pool: bool) -> bool:
     """Which worker label keys the scheduler copies.
 
-    All GPU labels, or only driver/CUDA ones when the scheduler has a (smaller GPU) pool of its own.
+    All GPU labels, and the managed services' node pool labels that stand for the driver where
+    GFD labels are missing; only the driver/CUDA ones when the scheduler has a (smaller GPU) pool
+    of its own.
     """
-    return isinstance(key, str) and key.startswith(_DRIVER_KEYS if pool else _NVIDIA)
+    if not isinstance(key, str):
+        return False
+    if pool:
+        return key.startswith(_DRIVER_KEYS)
+    return key.startswith(_NVIDIA) or key in POOL_LABELS
 
 
 def _own_pool(ctx: Context) -> bool:
@@ -139,13 +146,22 @@ def _affinity(ctx: Context, pool: bool) -> list[Finding]:
     ]
 
 
-def _is_gpu_toleration(toleration: Any) -> bool:
-    return isinstance(toleration, Mapping) and str(toleration.get("key", "")).startswith(_NVIDIA)
+def _is_gpu_toleration(toleration: Any, taints: set[tuple[str, str, str]]) -> bool:
+    """A toleration of an ``nvidia.com/*`` taint, or of a taint the inventory's GPU nodes carry."""
+    if not isinstance(toleration, Mapping):
+        return False
+    return str(toleration.get("key", "")).startswith(_NVIDIA) or any(
+        toleration_matches(toleration, *taint) for taint in taints
+    )
 
 
 def _tolerations(ctx: Context) -> list[Finding]:
     worker = ctx.view.worker.spec.get("tolerations")
-    wanted = [t for t in worker if _is_gpu_toleration(t)] if isinstance(worker, list) else []
+    nodes = ctx.inventory.nodes if ctx.inventory is not None else ()
+    taints = {taint for node in nodes for taint in node.taints}
+    wanted = (
+        [t for t in worker if _is_gpu_toleration(t, taints)] if isinstance(worker, list) else []
+    )
     have = ctx.view.scheduler.spec.get("tolerations")
     if have is None:
         have = []

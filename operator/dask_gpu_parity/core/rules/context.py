@@ -14,7 +14,7 @@ from typing import Any
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import pointer
-from dask_gpu_parity.core.policy import Policy
+from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
 from dask_gpu_parity.core.view import ClusterView
 
 __all__ = ["Context", "copy_or_report"]
@@ -32,6 +32,20 @@ class Context:
     def gpu_resource(self) -> str:
         """The GPU resource the scheduler should request: the policy's, else the workers'."""
         return self.policy.scheduler_gpu_resource or self.view.worker_gpus[0].resource
+
+    @property
+    def extended_tolerations(self) -> bool:
+        """Whether pods tolerate the taints of the extended resources they request.
+
+        ``auto`` assumes the ExtendedResourceToleration admission plugin where the nodes belong
+        to a managed service that enables it (GKE, AKS, EKS), and not elsewhere (upstream
+        Kubernetes leaves it off).
+        """
+        setting = self.policy.extended_resource_toleration
+        if setting is ExtendedResourceToleration.AUTO:
+            provider = self.inventory.provider if self.inventory is not None else None
+            return provider is not None and provider.extended_resource_toleration
+        return setting is ExtendedResourceToleration.ENABLED
 
     @property
     def ucx(self) -> bool:

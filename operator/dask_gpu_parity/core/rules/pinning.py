@@ -1,14 +1,21 @@
-"""DGP014 and DGP013: with a node inventory, one driver class, and a node that fits.
+"""DGP014, DGP020, DGP021: one driver class for scheduler and workers, one that runs the image.
 
-DGP014 pins scheduler and workers to one driver class when the workers could land on several;
-DGP013 reports a scheduler that no GPU node can take (it would stay Pending for ever).
+With a node inventory, the driver classes the workers can reach are those of the usable GPU nodes
+(Ready, not cordoned, taints tolerated) that fit them. A class qualifies when it runs the
+image's CUDA (``core/cuda.py``). When the workers could reach several classes, or a class and
+GPU nodes without driver labels, scheduler and workers are pinned to one qualifying class: the
+one that runs the image without caveat, then the one with the most allocatable GPUs, then one
+not being upgraded by the GPU Operator, then the newest driver. Without GFD labels, a
+provider's node pool stands in for the class (one pool, one driver).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from dask_gpu_parity.core.cuda import Fit, fit
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import (
     CUDA_FULL,
@@ -16,24 +23,31 @@ from dask_gpu_parity.core.inventory import (
     DriverClass,
     GpuNode,
     Inventory,
+    PoolClass,
     node_fits,
 )
-from dask_gpu_parity.core.plain import as_map, copy_json
+from dask_gpu_parity.core.plain import copy_json
+from dask_gpu_parity.core.rules.affinity import add_expressions
+from dask_gpu_parity.core.rules.context import Context
 
-from .affinity import add_expressions
-from .context import Context
+__all__ = ["pin_driver_class"]
 
-__all__ = ["pin_driver_class", "schedulable"]
+_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # set by the GPU Operator's upgrades
+_UPGRADED = ("", "upgrade-done")
+
+NodeClass = DriverClass | PoolClass
 
 
-def _pin_expressions(dc: DriverClass, nodes: list[GpuNode]) -> list[dict[str, Any]]:
+def _pin_expressions(nc: NodeClass, nodes: Sequence[GpuNode]) -> list[dict[str, Any]]:
+    if isinstance(nc, PoolClass):
+        return [{"key": nc.label, "operator": "In", "values": [nc.pool]}]
     if all(not n.uses_legacy_labels for n in nodes):
         return [
-            {"key": DRIVER_FULL, "operator": "In", "values": [dc.driver]},
-            {"key": CUDA_FULL, "operator": "In", "values": [dc.cuda]},
+            {"key": DRIVER_FULL, "operator": "In", "values": [nc.driver]},
+            {"key": CUDA_FULL, "operator": "In", "values": [nc.cuda]},
         ]
-    major, minor, *rev = dc.driver.split(".")
-    cuda_major, cuda_minor = [*dc.cuda.split("."), "0"][:2]
+    major, minor, *rev = nc.driver.split(".")
+    cuda_major, cuda_minor = [*nc.cuda.split("."), "0"][:2]
     exprs = [
         {"key": "nvidia.com/cuda.driver.major", "operator": "In", "values": [major]},
         {"key": "nvidia.com/cuda.driver.minor", "operator": "In", "values": [minor]},
@@ -45,64 +59,126 @@ def _pin_expressions(dc: DriverClass, nodes: list[GpuNode]) -> list[dict[str, An
     return exprs
 
 
+def _driver_key(nc: NodeClass) -> tuple[int, ...]:
+    if isinstance(nc, PoolClass):
+        return ()
+    return tuple(int(p) if p.isdigit() else -1 for p in nc.driver.split("."))
+
+
+def worker_nodes(ctx: Context, inventory: Inventory) -> list[GpuNode]:
+    """The usable GPU nodes that can take a worker."""
+    return inventory.fitting(ctx.view.worker.spec, extended_tolerations=ctx.extended_tolerations)
+
+
+def _classes(inventory: Inventory, nodes: list[GpuNode]) -> dict[NodeClass, list[GpuNode]]:
+    """Nodes by driver class; by provider node pool where no node has driver labels."""
+    # Comprehensions, not dict(): they widen the key type to NodeClass (dict keys are invariant).
+    found: dict[NodeClass, list[GpuNode]] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
+    return found or {k: v for k, v in inventory.pools(nodes).items()}  # noqa: C416
+
+
 def pin_driver_class(
     ctx: Context, inventory: Inventory
 ) -> tuple[list[Finding], DriverClass | None]:
-    """DGP014: pin scheduler and workers to one driver class when the workers allow several.
+    """Pin scheduler and workers to one qualifying class when the workers could reach several.
 
     Returns the findings and the driver class the workers run in, when there is exactly one.
     """
-    scheduler, worker = ctx.view.scheduler, ctx.view.worker
-    classes = inventory.classes(inventory.fitting(worker.spec))
-    if len(classes) <= 1:
-        return [], next(iter(classes), None)
+    scheduler, worker, cuda = ctx.view.scheduler, ctx.view.worker, ctx.view.cuda
+    reachable = worker_nodes(ctx, inventory)
+    classes = _classes(inventory, reachable)
+    labelled = any(isinstance(nc, DriverClass) for nc in classes)
+    unlabelled = [n for n in reachable if n.driver_class is None] if labelled else []
+    fits = {
+        nc: fit(nc, cuda) if cuda and isinstance(nc, DriverClass) else Fit.RUNS for nc in classes
+    }
+    usable = {nc: nodes for nc, nodes in classes.items() if fits[nc] is not Fit.NO}
+    if classes and not usable and not unlabelled:
+        return [_no_class(ctx, classes)], None
+    if len(classes) + bool(unlabelled) <= 1:
+        chosen = next(iter(usable), None)
+        driver = chosen if isinstance(chosen, DriverClass) else None
+        return _older_minor(ctx, driver, fits.get(chosen) if chosen else None), driver
     resource = ctx.view.worker_gpus[0].resource
 
-    def capacity(item: tuple[DriverClass, list[GpuNode]]) -> tuple[Decimal, DriverClass]:
-        return sum((n.allocatable.get(resource, Decimal(0)) for n in item[1]), Decimal(0)), item[0]
+    def capacity(nodes: Sequence[GpuNode]) -> Decimal:
+        return sum((n.allocatable.get(resource, Decimal(0)) for n in nodes), Decimal(0))
+
+    def rank(item: tuple[NodeClass, list[GpuNode]]) -> tuple[Any, ...]:
+        nc, nodes = item
+        settled = all(n.labels.get(_UPGRADE_STATE, "") in _UPGRADED for n in nodes)
+        return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
 
     candidates = []
-    for dc, nodes in classes.items():
+    for nc, nodes in usable.items():
         trial = copy_json(scheduler.spec)
-        add_expressions(trial, _pin_expressions(dc, nodes))
-        if any(node_fits(n, trial) for n in inventory.nodes):
-            candidates.append((dc, nodes))
-    if not candidates:
+        add_expressions(trial, _pin_expressions(nc, nodes))
+        if any(node_fits(n, trial, ctx.extended_tolerations) for n in inventory.nodes):
+            candidates.append((nc, nodes))
+    if not candidates or ctx.policy.placement.value != "pin-driver-class":
         return [], None  # DGP013 explains why the scheduler fits nowhere
-    if ctx.policy.placement.value != "pin-driver-class":
-        return [], None
-    chosen, nodes = max(candidates, key=capacity)
-    exprs = _pin_expressions(chosen, [n for n in inventory.nodes if n.driver_class == chosen])
+    chosen, nodes = max(candidates, key=rank)
+    exprs = _pin_expressions(chosen, [n for n in inventory.nodes if _member(n, chosen)])
     fixable = add_expressions(worker.spec, exprs) and add_expressions(scheduler.spec, exprs)
-    listed = "; ".join(str(dc) for dc in sorted(classes))
-    total, _ = capacity((chosen, nodes))
-    return [
+    listed = "; ".join(str(nc) for nc in sorted(classes, key=str))
+    if unlabelled:
+        listed += f"; {len(unlabelled)} GPU node(s) without driver labels"
+    why = f"the one with the most allocatable {resource} ({capacity(nodes)})"
+    excluded = [nc for nc in classes if fits[nc] is Fit.NO]
+    if cuda is not None and excluded:
+        why = f"which runs {cuda}, unlike {'; '.join(map(str, excluded))}; " + why.replace(
+            "the one", "of those that do, the one"
+        )
+    kind = "driver classes" if isinstance(chosen, DriverClass) else "node pools"
+    if isinstance(chosen, PoolClass):
+        why += " (without driver labels, one node pool is one driver)"
+    findings = [
         Finding.of(
             "DGP014",
             f"{worker.ptr}/affinity/nodeAffinity",
-            f"Workers may land on {len(classes)} driver classes ({listed}); pinned scheduler and "
-            f"workers to {chosen}, the class with the most allocatable {resource} ({total})",
+            f"Workers may land on {len(classes) + bool(unlabelled)} {kind} ({listed}); "
+            f"pinned scheduler and workers to {chosen}, {why}",
             fixable=fixable,
         )
-    ], chosen
+    ]
+    driver = chosen if isinstance(chosen, DriverClass) else None
+    return findings + _older_minor(ctx, driver, fits[chosen]), driver
 
 
-def schedulable(ctx: Context, inventory: Inventory) -> list[Finding]:
-    """DGP013: some GPU node can take the scheduler as it will be created."""
-    scheduler = ctx.view.scheduler
-    if any(node_fits(n, scheduler.spec) for n in inventory.nodes):
+def _member(node: GpuNode, nc: NodeClass) -> bool:
+    if isinstance(nc, PoolClass):
+        return node.labels.get(nc.label) == nc.pool
+    return node.driver_class == nc
+
+
+def _no_class(ctx: Context, classes: dict[NodeClass, list[GpuNode]]) -> Finding:
+    """DGP020: every class the workers can reach is too old for the image's CUDA."""
+    cuda = ctx.view.cuda
+    assert cuda is not None  # only then can a class fail to qualify
+    floor = f" needs driver {cuda.driver_floor} or newer and" if cuda.driver_floor else ""
+    reach = "; ".join(f"{nc} ({', '.join(n.name for n in nodes)})" for nc, nodes in classes.items())
+    return Finding.of(
+        "DGP020",
+        f"{ctx.view.worker.container_ptr}/image",
+        f"No driver class the workers can reach runs {cuda}: it{floor} a driver supporting CUDA "
+        f"{cuda.version}; the workers can reach {reach}. Upgrade those nodes' driver, let the "
+        "workers reach newer nodes (tolerations, nodeSelector), or use an image built for an "
+        "older CUDA",
+    )
+
+
+def _older_minor(ctx: Context, chosen: DriverClass | None, how: Fit | None) -> list[Finding]:
+    """DGP021: the class runs the image only under CUDA minor-version compatibility."""
+    cuda = ctx.view.cuda
+    if chosen is None or cuda is None or how is not Fit.OLDER_MINOR:
         return []
-    selector = as_map(scheduler.spec.get("nodeSelector"))
-    shown = ", ".join(f"{k}={v}" for k, v in selector.items()) or "none"
-    classes = sorted(inventory.classes(inventory.fitting(ctx.view.worker.spec)))
-    workers = f" (the workers run on {'; '.join(map(str, classes))})" if classes else ""
     return [
         Finding.of(
-            "DGP013",
-            scheduler.ptr,
-            f"No node can take the scheduler: none of the {len(inventory.nodes)} GPU nodes matches "
-            f"its nodeSelector ({shown}), affinity, tolerations and GPU request{workers}; the "
-            "pod would stay Pending and KubeCluster would wait forever. Add such nodes or change "
-            "the scheduler pool",
+            "DGP021",
+            f"{ctx.view.worker.container_ptr}/image",
+            f"The workers' {chosen} is older than the image's {cuda}: it runs under CUDA "
+            "minor-version compatibility, but PTX built by the newer toolkit fails to JIT "
+            "(cudaErrorUnsupportedPtxVersion) and newer APIs are missing; upgrade the driver or "
+            f"use an image built for CUDA {chosen.cuda}",
         )
     ]

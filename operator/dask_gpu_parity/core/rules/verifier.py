@@ -36,6 +36,7 @@ def verifier(ctx: Context, pinned: DriverClass | None) -> list[Finding]:
             gpu_count=str(gpus[0].quantity),
             expect_driver=pinned.driver if pinned and policy.verifier_expect_driver else None,
             min_compute_capability=policy.verifier_min_compute_capability,
+            expect_cuda=cuda.version if (cuda := ctx.view.cuda) and cuda.minor_known else None,
             image=policy.verifier_image,
             cpu=policy.verifier_cpu,
             memory=policy.verifier_memory,

@@ -1,0 +1,145 @@
+"""Placement properties over generated node inventories and GPU Dask clusters.
+
+- a pin never selects a driver class that cannot run the image's CUDA;
+- whenever no node can take the scheduler or the workers, an error finding says so;
+- ``evaluate`` stays idempotent on every inventory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.inventory import DriverClass, Inventory, node_fits
+from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
+from dask_gpu_parity.core.resources import view
+from dask_gpu_parity.core.view import cluster_view
+
+from .helpers import cluster
+
+# (driver, CUDA the driver supports) as GFD labels them on real nodes (nvidia.md §1.4).
+CLASSES = [
+    ("535.129.03", "12.2"),
+    ("550.144.03", "12.4"),
+    ("570.172.08", "12.8"),
+    ("580.95.05", "13.0"),
+    ("590.48.01", "13.1"),
+]
+IMAGES = [
+    "rapidsai/base:25.10-cuda13.0-py3.12",
+    "rapidsai/base:25.10-cuda12.9-py3.12",
+    "rapidsai/base:25.10-cuda12-py3.12",
+    "nvcr.io/nvidia/cuda:12.8.1-runtime-ubuntu24.04",
+    "nvcr.io/nvidia/cuda:13.1.0-base-ubuntu24.04",
+    "example.com/dask:latest",
+]
+RESOURCES = ["nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb"]
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+ERROR_CODES = {"DGP013", "DGP020", "DGP022"}
+
+
+@st.composite
+def node(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    labels: dict[str, str] = {"kubernetes.io/hostname": f"n{index}"}
+    labelling = draw(st.sampled_from(["new", "legacy", "none"]))
+    driver, cuda = draw(st.sampled_from(CLASSES))
+    if labelling == "new":
+        labels["nvidia.com/cuda.driver-version.full"] = driver
+        labels["nvidia.com/cuda.runtime-version.full"] = cuda
+    if labelling in ("new", "legacy"):
+        major, minor, rev = driver.split(".")
+        labels |= {
+            "nvidia.com/cuda.driver.major": major,
+            "nvidia.com/cuda.driver.minor": minor,
+            "nvidia.com/cuda.driver.rev": rev,
+            "nvidia.com/cuda.runtime.major": cuda.split(".")[0],
+            "nvidia.com/cuda.runtime.minor": cuda.split(".")[1],
+        }
+    if draw(st.booleans()):
+        labels["cloud.google.com/gke-nodepool"] = draw(st.sampled_from(["a", "b"]))
+    resource = draw(st.sampled_from(RESOURCES))
+    count = str(draw(st.integers(min_value=0, max_value=8)))
+    spec: dict[str, Any] = {}
+    if draw(st.booleans()):
+        spec["taints"] = [GPU_TAINT]
+    if draw(st.integers(min_value=0, max_value=5)) == 0:
+        spec["unschedulable"] = True
+    ready = draw(st.sampled_from(["True", "True", "True", "False", "Unknown"]))
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"n{index}", "labels": labels},
+        "spec": spec,
+        "status": {
+            "allocatable": {resource: count, "cpu": "8"},
+            "conditions": [{"type": "Ready", "status": ready}],
+        },
+    }
+
+
+@st.composite
+def inventories(draw: st.DrawFn) -> Inventory:
+    size = draw(st.integers(min_value=1, max_value=6))
+    return Inventory.from_nodes([draw(node(i)) for i in range(size)])
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> dict[str, Any]:
+    worker: dict[str, Any] = {}
+    if draw(st.booleans()):
+        worker["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    if draw(st.integers(min_value=0, max_value=3)) == 0:
+        worker["nodeSelector"] = {"cloud.google.com/gke-nodepool": draw(st.sampled_from("ab"))}
+    return cluster(
+        worker_resources={"limits": {draw(st.sampled_from(RESOURCES)): "1"}},
+        worker_container={"image": draw(st.sampled_from(IMAGES))},
+        worker_extra=worker,
+    )
+
+
+policies = st.builds(
+    Policy,
+    extended_resource_toleration=st.sampled_from(
+        [ExtendedResourceToleration.ENABLED, ExtendedResourceToleration.DISABLED]
+    ),
+)
+
+
+def _runs(dc: DriverClass, cuda_major: int) -> bool:
+    """The documented rule, written out independently of core/cuda.py: RAPIDS' driver floor for
+    the CUDA major (12: 535, 13: 580) and a driver CUDA of that major or newer."""
+    floor = {12: 535, 13: 580}[cuda_major]
+    return int(dc.driver.split(".")[0]) >= floor and int(dc.cuda.split(".")[0]) >= cuda_major
+
+
+def _pinned_class(patched: dict[str, Any], inventory: Inventory) -> set[DriverClass]:
+    """The driver classes of the nodes the pinned workers can still land on."""
+    spec = patched["spec"]["worker"]["spec"]
+    return {n.driver_class for n in inventory.nodes if n.driver_class and node_fits(n, spec, True)}
+
+
+@given(clusters(), inventories(), policies)
+def test_placement_is_never_wrong_and_never_silent(
+    doc: dict[str, Any], inventory: Inventory, policy: Policy
+) -> None:
+    result = evaluate(doc, policy, inventory)
+    codes = {f.code for f in result.findings}
+    ert = policy.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    dask = view(result.patched)
+    assert dask is not None
+    resolved = cluster_view(result.patched, dask)
+    assert resolved is not None
+
+    if "DGP014" in codes and resolved.cuda is not None:
+        for dc in _pinned_class(result.patched, inventory):
+            assert _runs(dc, resolved.cuda.major), f"pinned to {dc} for {resolved.cuda}"
+
+    for side in (resolved.scheduler, resolved.worker):
+        if not any(node_fits(n, side.spec, ert) for n in inventory.nodes):
+            assert codes & ERROR_CODES, f"no node takes {side.ptr}, and nothing said so"
+
+    again = evaluate(result.patched, policy, inventory)
+    assert again.patched == result.patched, "not idempotent"
