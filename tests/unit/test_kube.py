@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from dask_gpu_parity import admission, kube
-from tests.controlplane.cluster import free_port
+from provingground.cluster import free_port
 
 CLUSTER = {"apiVersion": "kubernetes.dask.org/v1", "kind": "DaskCluster", "metadata": {}}
 PATH = "/apis/kubernetes.dask.org/v1/namespaces/team/daskclusters/"
