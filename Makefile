@@ -38,7 +38,7 @@ unit: $(STAMP) ## Unit, CLI and property tests (no cluster needed)
 
 .PHONY: test
 test: lint controlplane chart-tools ## Everything CI runs: lint, unit, property, e2e and chart tests
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests provingground/tests
 
 .PHONY: nightly
 nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
@@ -46,9 +46,9 @@ nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
 
 .PHONY: bench
 bench: $(STAMP) $(if $(shell command -v go),kubeconform) ## Benchmark `check` on 10,000 DaskClusters, beside kubeconform (with Go)
-	$(BIN)/python benchmarks/check_throughput.py $(if $(wildcard $(KUBECONFORM)),--kubeconform $(KUBECONFORM))
+	$(BIN)/python -m benchmarks.check_throughput $(if $(wildcard $(KUBECONFORM)),--kubeconform $(KUBECONFORM))
 
-include tests/controlplane/controlplane.mk
+include provingground/provingground.mk
 include tests/chart/chart.mk
 
 # kubeconform, the schema validator the throughput target cites, built from the Go module proxy

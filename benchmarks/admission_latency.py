@@ -1,7 +1,8 @@
 """Create latency of DaskClusters through the real kube-apiserver, with and without our webhooks.
 
-Usage: python benchmarks/admission_latency.py [--rounds 5] [--concurrency 1,10,50]
-       [--requests 200,400,1000] [--write docs/performance.md]
+Usage, from the repository root:
+    python -m benchmarks.admission_latency [--rounds 5] [--concurrency 1,10,50]
+        [--requests 200,400,1000] [--write docs/performance.md]
 
 On the proving ground (no dask operator: pure admission; the GPU node pools feed the inventory),
 with ``dask-gpu-parity run --no-drift`` on the host and its webhooks applied (failurePolicy Fail).
@@ -49,17 +50,14 @@ from typing import Any
 
 import aiohttp
 import yaml
+from kubernetes import client
+
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.inventory import Inventory
+from provingground import ProvingGround, install_crds, node_manifests
+from provingground.parity import ParityOperator
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "operator"))
-
-from kubernetes import client  # noqa: E402
-
-from dask_gpu_parity.core.engine import evaluate  # noqa: E402
-from dask_gpu_parity.core.inventory import Inventory  # noqa: E402
-from tests.controlplane import ProvingGround, install_crds, node_manifests  # noqa: E402
-from tests.controlplane.parity import ParityOperator  # noqa: E402
 
 MODES = {  # mode -> (manifest, webhooks called)
     "a": ("as written", False),
@@ -470,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.date.today().isoformat(),
         "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), "
         f"Python {platform.python_version()}",
-        "command": " ".join(["python benchmarks/admission_latency.py", *words]),
+        "command": " ".join(["python -m benchmarks.admission_latency", *words]),
         "requests": requests,
         "rounds": args.rounds,
     }

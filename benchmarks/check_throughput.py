@@ -1,6 +1,7 @@
 """Throughput of `dask-gpu-parity check` over a generated corpus of DaskCluster manifests.
 
-Usage: python benchmarks/check_throughput.py [--documents 10000] [--repeat 5] [--kubeconform BIN]
+Usage, from the repository root:
+    python -m benchmarks.check_throughput [--documents 10000] [--repeat 5] [--kubeconform BIN]
 
 Writes the corpus (one multi-document file, a realistic mix: GPU over TCP and UCX, CPU-only) to a
 temporary folder, then times, side by side in one process and alternating:
@@ -41,15 +42,10 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "operator"))
+from dask_gpu_parity.cli import main
+from dask_gpu_parity.manifests import Source, parse, yaml11
 
-from dask_gpu_parity.cli import main  # noqa: E402
-from dask_gpu_parity.manifests import (  # noqa: E402
-    Source,
-    parse,
-    yaml11,
-)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def corpus(count: int) -> str:
@@ -119,7 +115,7 @@ def run_kubeconform(binary: str, location: str, path: Path, count: int) -> tuple
 def run_cli(path: Path, count: int) -> tuple[float, float]:
     """``dask-gpu-parity check`` as users run it: a fresh process, start-up included."""
     argv = [sys.executable, "-m", "dask_gpu_parity.cli", "check", str(path), "-o", "json"]
-    wall, cpu, out = run_child(argv, {"PYTHONPATH": str(ROOT / "operator")})
+    wall, cpu, out = run_child(argv, {})
     if not out.startswith("exit 1:") or f'"resources": {count},' not in out:
         raise SystemExit(f"dask-gpu-parity check did not check every document: {out}")
     return wall, cpu

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole GPU verification in one go (benchmarks/gpu/README.md): probe timings and failures on the
-# real driver, then DESIGN.md §1's reproduction with a real Dask scheduler. Run from the repo root:
+# real driver, then the reproduction of docs/verification.md §2 with a real Dask scheduler. Run from the repo root:
 #   OUT=/some/folder benchmarks/gpu/run.sh
 # Results (JSON lines and logs) land in $OUT. Every step is bounded by a timeout.
 set -u
@@ -36,7 +36,7 @@ fi
 timeout 60 "$PY" -c 'import dask, distributed, distributed_ucxx, ucxx, rmm, cupy; print("imports ok", dask.__version__, distributed_ucxx.__version__, rmm.__version__, cupy.__version__)' >>"$OUT/install.log" 2>&1
 tail -3 "$OUT/install.log"
 
-echo "== reproduce DESIGN.md section 1"
+echo "== reproduce docs/verification.md section 2"
 timeout 330 "$PY" "$HERE/reproduce.py" --out "$OUT/reproduce.jsonl" --logs "$OUT/logs.txt" --hang-s "${HANG_S:-30}" >"$OUT/reproduce.log" 2>&1
 echo "reproduce exit $?"
 cut -c1-400 "$OUT/reproduce.log" | tail -20

@@ -1,5 +1,5 @@
 # Helm chart and image targets (see charts/dask-gpu-parity/README.md). Add to the top-level
-# Makefile, after `include tests/controlplane/controlplane.mk` (it uses DGP_BIN, STAMP and BIN):
+# Makefile, after `include provingground/provingground.mk` (it uses DGP_BIN, STAMP and BIN):
 #   include tests/chart/chart.mk
 CHART_DIR := charts/dask-gpu-parity
 CHART_TOOLS := .cache/chart-tools

@@ -1,7 +1,7 @@
 """Fixtures of the chart tests: helm, the chart tools, and the proving ground for e2e.
 
 The cluster fixtures (``cluster``, ``namespace``, ``dask_operator``, ...) come from
-``tests/cluster_fixtures.py``, shared with the e2e tests: one proving ground per session.
+``provingground/pytest_plugin.py``, shared with the e2e tests: one proving ground per session.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane import BinariesMissingError, StaleCacheError, find_binaries
+from provingground import BinariesMissingError, StaleCacheError, find_binaries
 
 from .helpers import CI_VALUES, TOOLS, TOOLS_HINT, Helm
 

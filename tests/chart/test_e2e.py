@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.controlplane import K8S_VERSION
-from tests.controlplane.cluster import free_port
-from tests.controlplane.kubeconfig import get
-from tests.controlplane.process import Process
+from provingground import K8S_VERSION
+from provingground.cluster import free_port
+from provingground.kubeconfig import get
+from provingground.process import Process
 
 from .helpers import CHART, CI_VALUES, REPO, Helm
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.controlplane import POOLS, format_table, wait_for_placements
-from tests.controlplane.manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
+from provingground import POOLS, format_table, wait_for_placements
+from provingground.manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 A100 = POOLS["a100"]

@@ -15,7 +15,7 @@ from kubernetes import client
 
 from dask_gpu_parity.admission import kube
 from dask_gpu_parity.admission import server as webhook_server
-from tests.controlplane.cluster import free_port
+from provingground.cluster import free_port
 
 CLUSTER = {"apiVersion": "kubernetes.dask.org/v1", "kind": "DaskCluster", "metadata": {}}
 PATH = "/apis/kubernetes.dask.org/v1/namespaces/team/daskclusters/"

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dask_gpu_parity.core import schema
@@ -25,7 +25,7 @@ from dask_gpu_parity.core.plain import get_in
 from dask_gpu_parity.core.policy import Placement, Policy
 from dask_gpu_parity.core.resources import view
 
-from .helpers import nodes
+from .helpers import cluster, nodes
 
 INVENTORY = Inventory.from_nodes(nodes())
 POLICIES = [
@@ -274,7 +274,41 @@ def _is_gpu(doc: Any) -> bool:
     return dask is not None and bool(gpu_requests(get_in(doc, dask.worker_path or ())))
 
 
+_WORKER_AFFINITY = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In"}]}
+                ]
+            }
+        }
+    }
+}
+
+
 @given(case)
+# Found by this property: a null scheduler affinity was changed under a deeper finding path, and
+# a null node selector term made a second fix change the result again.
+@example((cluster(worker_extra=_WORKER_AFFINITY, scheduler_extra={"affinity": None}), 0, False))
+@example(
+    (
+        cluster(
+            worker_extra=_WORKER_AFFINITY,
+            scheduler_extra={
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [None]
+                        }
+                    }
+                }
+            },
+        ),
+        0,
+        False,
+    )
+)
 def test_evaluate_is_total_idempotent_additive_and_valid(
     item: tuple[dict[str, Any], int, bool],
 ) -> None:

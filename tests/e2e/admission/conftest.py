@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.parity import Kubectl, ParityOperator, run_kubectl
+from provingground.parity import Kubectl, ParityOperator, run_kubectl
 
 PROVING_GROUND_ONLY = (
     "Our operator runs on this host and the API server calls its webhooks at "

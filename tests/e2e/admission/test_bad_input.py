@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.controlplane.parity import example
+from provingground.parity import example
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 V1 = "admission.k8s.io/v1"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.controlplane import wait_for_placements
-from tests.controlplane.parity import EXAMPLES, cluster_objects, dask_object, eventually
+from provingground import wait_for_placements
+from provingground.parity import EXAMPLES, cluster_objects, dask_object, eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 DASK_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"

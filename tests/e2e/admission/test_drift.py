@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane import placements
-from tests.controlplane.parity import eventually, example, policy_for
+from provingground import placements
+from provingground.parity import eventually, example, policy_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 CLUSTER = "rapids-tcp"

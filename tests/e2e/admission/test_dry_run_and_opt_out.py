@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane.parity import EXAMPLES, dask_object, eventually, example
+from provingground.parity import EXAMPLES, dask_object, eventually, example
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 SKIP = "gpuparity.dask.org/skip"

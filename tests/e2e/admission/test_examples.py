@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from tests.controlplane import POOLS
-from tests.controlplane.parity import (
+from provingground import POOLS
+from provingground.parity import (
     EXAMPLES,
     assert_scheduler_parity,
     dask_object,

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.controlplane.parity import dask_object, eventually, example, policy_for
+from provingground.parity import dask_object, eventually, example, policy_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 # A marker only this test's policy produces, to know the policy reached the operator's index.

@@ -118,7 +118,8 @@ def _affinity(ctx: Context, pool: bool) -> list[Finding]:
     ]
     if any(not f for f in filtered):
         return []  # some worker branch has no GPU constraint: nothing to copy faithfully
-    have = terms(ctx.view.scheduler.spec)
+    # Terms that are not objects match no node (the schema rule reports them): they are dropped.
+    have = [s for s in terms(ctx.view.scheduler.spec) or [] if isinstance(s, Mapping)]
     if have and _implied(have, filtered):
         return []
     if have:
@@ -129,16 +130,19 @@ def _affinity(ctx: Context, pool: bool) -> list[Finding]:
                 + [copy_json(e) for e in w if e not in expressions(s)],
             }
             for s in have
-            if isinstance(s, Mapping)
             for w in filtered
         ]
     else:
         merged = [{"matchExpressions": copy_json(w)} for w in filtered]
+    # Reported where the scheduler's spec changes: its affinity when it had none (or null).
+    where = (
+        "/affinity" if ctx.view.scheduler.spec.get("affinity") is None else "/affinity/nodeAffinity"
+    )
     fixable = set_terms(ctx.view.scheduler.spec, merged)
     return [
         Finding.of(
             "DGP004",
-            f"{ctx.view.scheduler.ptr}/affinity/nodeAffinity",
+            f"{ctx.view.scheduler.ptr}{where}",
             "Scheduler lacks the workers' required GPU node affinity: the scheduler may land on "
             "another driver or CUDA version; copied the workers' terms",
             fixable=fixable,

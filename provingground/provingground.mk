@@ -2,36 +2,36 @@
 #
 # Binaries are cached OUTSIDE the clone, keyed by version, so a fresh clone on the same
 # machine (CI clones into a new folder) reuses them:  $(DGP_CACHE)/bin/<k8s version>/
-CP_DIR := tests/controlplane
-K8S_VERSION := $(shell sed -n 's/^K8S_VERSION=//p' $(CP_DIR)/tools/versions.env)
+PG_DIR := provingground
+K8S_VERSION := $(shell sed -n 's/^K8S_VERSION=//p' $(PG_DIR)/tools/versions.env)
 DGP_CACHE ?= $(HOME)/.cache/dask-gpu-parity
 DGP_BIN ?= $(DGP_CACHE)/bin/$(K8S_VERSION)
 export DGP_BIN
 
 .PHONY: controlplane
 controlplane: ## Build (cold ~30 min) or reuse (seconds) etcd, kube-*, kubectl, kwok, helm
-	@$(CP_DIR)/tools/build.sh $(DGP_BIN)
+	@$(PG_DIR)/tools/build.sh $(DGP_BIN)
 
 .PHONY: controlplane-gomod
 controlplane-gomod: ## Regenerate the tools go.mod/go.sum (staging replaces); K8S=vX.Y.Z to switch
-	$(CP_DIR)/tools/gen-gomod.sh $(or $(K8S),$(K8S_VERSION))
+	$(PG_DIR)/tools/gen-gomod.sh $(or $(K8S),$(K8S_VERSION))
 
 .PHONY: controlplane-clean
 controlplane-clean: ## Delete this version's cached proving-ground binaries
 	rm -rf $(DGP_BIN) $(DGP_BIN).partial
 
 .PHONY: e2e
-e2e: $(STAMP) controlplane ## Proving-ground e2e tests only (or any cluster: KUBECONFIG=...)
-	$(BIN)/pytest tests/e2e
+e2e: $(STAMP) controlplane ## e2e tests and the proving ground's own tests (or any cluster: KUBECONFIG=...)
+	$(BIN)/pytest tests/e2e provingground/tests
 
 .PHONY: demo
 demo: $(STAMP) controlplane ## Proving ground + dask operator + examples/ GPU clusters: where Pods land
-	$(BIN)/python -m tests.controlplane.demo
+	$(BIN)/python -m provingground.demo
 
 .PHONY: demo-down
 demo-down: ## Stop anything an interrupted `make demo` left running
-	@$(BIN)/python -m tests.controlplane.down .run/demo .run/proving-ground
+	@$(BIN)/python -m provingground.down .run/demo .run/proving-ground
 
 .PHONY: proving-ground
 proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up until Ctrl-C
-	$(BIN)/python -m tests.controlplane.up
+	$(BIN)/python -m provingground.up

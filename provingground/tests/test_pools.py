@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.controlplane import POOL_LABEL, POOLS, inventory_yaml, node_manifests, pools
-from tests.controlplane.pools import GPU_TAINT
+from provingground import POOL_LABEL, POOLS, inventory_yaml, node_manifests, pools
+from provingground.pools import GPU_TAINT
 
 NEW_AND_LEGACY = [
     "nvidia.com/cuda.driver-version.full",

@@ -15,7 +15,7 @@ from .process import ComponentError
 
 __all__ = ["main"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

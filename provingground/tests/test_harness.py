@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from tests.controlplane import (
+from provingground import (
     K8S_VERSION,
     POOL_LABEL,
     POOLS,
@@ -23,7 +23,7 @@ from tests.controlplane import (
     StaleCacheError,
     find_binaries,
 )
-from tests.controlplane.binaries import manifest_line
+from provingground.binaries import manifest_line
 
 
 def _assert_all_stopped(cp: ControlPlane) -> None:
@@ -153,7 +153,7 @@ def test_killed_parent_leaves_no_orphans(binaries, tmp_path):
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from tests.controlplane import ControlPlane\n"
+        "from provingground import ControlPlane\n"
         f"ControlPlane(Path({str(tmp_path)!r})).start()\n"
         "os.kill(os.getpid(), 9)\n"
     )

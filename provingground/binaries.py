@@ -1,6 +1,6 @@
 """Where the proving-ground binaries live, and whether a cached build is complete.
 
-`tests/controlplane/tools/build.sh` builds into ``$DGP_CACHE/bin/<k8s version>/`` and writes
+`provingground/tools/build.sh` builds into ``$DGP_CACHE/bin/<k8s version>/`` and writes
 ``MANIFEST`` last, after an atomic rename, so a folder without a matching MANIFEST is stale.
 """
 
@@ -86,7 +86,7 @@ class Binaries:
 
     @property
     def kwok_stages(self) -> Path:
-        """kwok's "fast" node/pod Stages (Ready nodes with leases, Running pods)."""
+        """The "fast" node/pod Stages of kwok (Ready nodes with leases, Running pods)."""
         return self.root / "kwok-stages.yaml"
 
     @property

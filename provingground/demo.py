@@ -27,7 +27,7 @@ from .process import ComponentError
 
 __all__ = ["Hook", "main", "run"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DEMO_NAMESPACE = "dask-demo"
 POOL_NAMESPACE = "dask-demo-t4"  # labelled to match examples/policy.yaml's namespaceSelector
 Hook = Callable[[ProvingGround], None]

@@ -27,9 +27,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.controlplane import PodPlacement, format_table, wait_for_placements
-from tests.controlplane.cluster import ControlPlane, free_port
-from tests.controlplane.process import Process
+from .cluster import ControlPlane, free_port
+from .placement import PodPlacement, format_table, wait_for_placements
+from .process import Process
 
 __all__ = [
     "EXAMPLES",
@@ -47,7 +47,7 @@ __all__ = [
     "run_kubectl",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 WEBHOOK_CONFIGS = (
     "mutatingwebhookconfiguration/dask-gpu-parity",

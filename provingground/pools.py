@@ -1,7 +1,8 @@
 """Simulated GPU node pools: one source of truth for the demo, the e2e tests and benchmarks.
 
 Each node carries the label set NVIDIA GPU Feature Discovery (GFD v0.17+) and the GPU Operator
-put on real nodes (`/work/shared/reference/nvidia.md` §1), ``nvidia.com/gpu`` (or MIG)
+put on real nodes (the label catalogue of NVIDIA/k8s-device-plugin ``internal/lm``; real
+sets in ``tests/fixtures/inventories``), ``nvidia.com/gpu`` (or MIG)
 capacity, the ``nvidia.com/gpu=present:NoSchedule`` taint of GPU pools, and
 ``dask-gpu-parity.test/pool: <pool>`` so tables can show which pool a Pod landed in.
 """

@@ -1,7 +1,7 @@
-"""Cluster fixtures: the proving ground (default) or any cluster given by --kubeconfig/KUBECONFIG.
+"""pytest plugin: the proving ground (default) or any cluster given by --kubeconfig/KUBECONFIG.
 
-Loaded once for the whole test tree (``tests/conftest.py``), so the e2e, admission and chart
-tests share one proving ground per session.
+Registered once for every test folder by the repository's root ``conftest.py``, so the e2e,
+admission, chart and proving-ground tests share one proving ground per session.
 
 Without the proving-ground binaries the e2e tests skip locally and fail under CI=... so a
 green CI cannot hide a missing build step.
@@ -21,20 +21,22 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.controlplane import (
-    BinariesMissingError,
-    ControlPlane,
-    DaskOperator,
-    StaleCacheError,
-    api_client,
-    create_nodes,
-    find_binaries,
-    install_crds,
-    node_manifests,
-    pools,
-    wait_nodes_ready,
-)
-from tests.controlplane.process import log_tail
+from .binaries import BinariesMissingError, StaleCacheError, find_binaries
+from .cluster import ControlPlane
+from .dask_operator import DaskOperator, install_crds
+from .nodes import api_client, create_nodes, wait_nodes_ready
+from .pools import node_manifests, pools
+from .process import log_tail
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--kubeconfig``: run the e2e tests against that cluster instead of the proving ground."""
+    parser.addoption(
+        "--kubeconfig",
+        default=None,
+        help="run e2e tests against this cluster instead of starting the proving ground "
+        "(KUBECONFIG works too)",
+    )
 
 
 @dataclass
@@ -49,11 +51,13 @@ class E2ECluster:
 
     @property
     def env(self) -> dict[str, str]:
+        """This process's environment with KUBECONFIG pointing at the cluster."""
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
 
     def kubectl(
         self, *args: str, check: bool = True, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against the cluster; with ``check``, a failure fails the test."""
         proc = subprocess.run(
             [self.kubectl_bin, "--kubeconfig", str(self.kubeconfig), *args],
             input=input,
