@@ -18,6 +18,9 @@ from typing import Any
 
 import yaml
 
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.inventory import Inventory
+
 from .binaries import BinariesMissingError, StaleCacheError, find_binaries
 from .ground import ProvingGround
 from .manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
@@ -31,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_NAMESPACE = "dask-demo"
 POOL_NAMESPACE = "dask-demo-t4"  # labelled to match examples/policy.yaml's namespaceSelector
 Hook = Callable[[ProvingGround], None]
+PLACEMENT_REASONS = ("DGP014", "DGP020", "DGP021", "DGP022", "DGP023")
 
 
 def _say(msg: str) -> None:
@@ -187,6 +191,8 @@ def _examples(ground: ProvingGround, examples: Path, timeout: float, *, parity: 
     else:
         for note in skipped:
             _say(f"  skipped {note}")
+    if parity:
+        _placement_reasons(ground, found)
     applied = [(p, d) for p, d in found if _apply(ground, d, _rel(p))]
     expected_denials = {"rapids-ucx"} if parity else set()
     denied = {d["metadata"]["name"] for _, d in found} - {d["metadata"]["name"] for _, d in applied}
@@ -195,6 +201,21 @@ def _examples(ground: ProvingGround, examples: Path, timeout: float, *, parity: 
     for path, doc in applied:
         failures += not _show(ground, doc, _rel(path), deadline)
     return failures
+
+
+def _placement_reasons(ground: ProvingGround, found: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Why each cluster lands where it will: the placement findings on this cluster's nodes.
+
+    The webhook's warnings name each change; the reasons (the image's CUDA, the driver classes)
+    are the findings' messages, from the same rules and the nodes as the API server has them.
+    """
+    listed = ground.control_plane.kubectl("get", "nodes", "-o", "json").stdout
+    inventory = Inventory.from_nodes(json.loads(listed)["items"])
+    for path, doc in found:
+        for finding in evaluate(doc, None, inventory).findings:
+            if finding.code in PLACEMENT_REASONS:
+                name = doc["metadata"]["name"]
+                _say(f"  {name} ({_rel(path)}): {finding.code} {finding.message}")
 
 
 def _scheduler_pool(ground: ProvingGround, examples: Path, timeout: float) -> int:

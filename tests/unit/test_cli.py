@@ -38,7 +38,7 @@ def test_check_examples_text() -> None:
     assert "error DGP001 DaskCluster rapids-tcp" in out
     assert "gpu-cluster-tcp.yaml:" in out
     assert "cpu-only" not in out.replace("DaskCluster 'cpu-only'", "")
-    assert out.rstrip().splitlines()[-1].startswith("11 error(s)")
+    assert out.rstrip().splitlines()[-1].startswith("14 error(s)")
 
 
 def test_check_clean_manifest_exits_zero(tmp_path: Path) -> None:
@@ -102,9 +102,9 @@ def test_junit_output() -> None:
     cases = suite.findall("testcase")
     names = [c.get("name") for c in cases]
     assert "DaskCluster cpu-only" in names  # passing resources are test cases too
-    assert suite.get("tests") == str(len(cases)) == "5"
+    assert suite.get("tests") == str(len(cases)) == "6"
     failed = [c.get("name") for c in cases if c.find("failure") is not None]
-    assert suite.get("failures") == str(len(failed)) == "4"
+    assert suite.get("failures") == str(len(failed)) == "5"
 
 
 def test_github_output() -> None:

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from dask_gpu_parity.core.engine import evaluate
-from dask_gpu_parity.core.inventory import PROVIDERS, Inventory
+from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
+from dask_gpu_parity.core.providers import PROVIDERS
 
 from .helpers import ROOT, cluster
 

@@ -16,17 +16,14 @@ from typing import Any
 from .gpu import gpu_requests, is_gpu_resource, parse_quantity
 from .labels import expression_matches
 from .plain import as_list, as_map, get_in
+from .providers import PROVIDERS, PoolClass, Provider
 
 __all__ = [
     "CUDA_FULL",
     "DRIVER_FULL",
-    "POOL_LABELS",
-    "PROVIDERS",
     "DriverClass",
     "GpuNode",
     "Inventory",
-    "PoolClass",
-    "Provider",
     "driver_class",
     "node_fits",
     "pod_gpu_demand",
@@ -46,46 +43,6 @@ _REQUIRED_TERMS = (
     "requiredDuringSchedulingIgnoredDuringExecution",
     "nodeSelectorTerms",
 )
-
-
-@dataclass(frozen=True)
-class Provider:
-    """A managed Kubernetes service whose GPU nodes may carry no GFD labels."""
-
-    name: str
-    pool_label: str  # names the node pool (or node group) a node belongs to
-    labels: tuple[str, ...]  # provider labels that place a GPU pod: pool, GPU model, driver
-    extended_resource_toleration: bool = True  # the service enables the admission plugin
-
-
-# Sources (tests/fixtures/inventories/README.md has the links): GKE "Run GPUs in Standard node
-# pools" and node pool labels; AKS "Use labels" and "Use NVIDIA GPUs"; EKS managed node groups
-# and Karpenter's well-known labels. All three list ExtendedResourceToleration as enabled.
-PROVIDERS = (
-    Provider(
-        "GKE",
-        "cloud.google.com/gke-nodepool",
-        (
-            "cloud.google.com/gke-nodepool",
-            "cloud.google.com/gke-accelerator",
-            "cloud.google.com/gke-gpu-driver-version",
-        ),
-    ),
-    Provider("AKS", "kubernetes.azure.com/agentpool", ("kubernetes.azure.com/agentpool",)),
-    Provider(
-        "EKS",
-        "eks.amazonaws.com/nodegroup",
-        ("eks.amazonaws.com/nodegroup", "k8s.amazonaws.com/accelerator"),
-    ),
-    Provider(
-        "Karpenter",
-        "karpenter.sh/nodepool",
-        ("karpenter.sh/nodepool", "karpenter.k8s.aws/instance-gpu-name"),
-    ),
-)
-# Provider labels the scheduler copies from the workers: they stand for the driver where GFD
-# labels are missing (one node pool, one driver).
-POOL_LABELS = frozenset(label for p in PROVIDERS for label in p.labels)
 
 
 @dataclass(frozen=True, order=True)
@@ -108,17 +65,6 @@ def driver_class(labels: Mapping[str, str]) -> DriverClass | None:
     if not cuda and all(labels.get(k) for k in _LEGACY_CUDA):
         cuda = ".".join(labels[k] for k in _LEGACY_CUDA)
     return DriverClass(driver, cuda) if driver and cuda else None
-
-
-@dataclass(frozen=True, order=True)
-class PoolClass:
-    """A provider's node pool: one driver for all its nodes when GFD labels are missing."""
-
-    label: str
-    pool: str
-
-    def __str__(self) -> str:
-        return f"node pool {self.label}={self.pool}"
 
 
 @dataclass(frozen=True)

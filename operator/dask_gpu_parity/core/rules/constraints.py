@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.inventory import POOL_LABELS, toleration_matches
+from dask_gpu_parity.core.inventory import toleration_matches
 from dask_gpu_parity.core.plain import copy_json
+from dask_gpu_parity.core.providers import POOL_LABELS
 
 from .affinity import expressions, set_terms, terms
 from .context import Context, copy_or_report

@@ -23,10 +23,10 @@ from dask_gpu_parity.core.inventory import (
     DriverClass,
     GpuNode,
     Inventory,
-    PoolClass,
     node_fits,
 )
 from dask_gpu_parity.core.plain import copy_json
+from dask_gpu_parity.core.providers import PoolClass
 from dask_gpu_parity.core.rules.affinity import add_expressions
 from dask_gpu_parity.core.rules.context import Context
 
