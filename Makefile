@@ -42,7 +42,8 @@ test: lint controlplane chart-tools ## Everything CI runs: lint, unit, property,
 
 .PHONY: nightly
 nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
-	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/test_properties.py tests/unit/test_yaml11.py
+	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/test_properties.py tests/unit/test_yaml11.py \
+	  tests/unit/test_placement_properties.py tests/unit/test_hostile.py
 
 .PHONY: bench
 bench: $(STAMP) $(if $(shell command -v go),kubeconform) ## Benchmark `check` on 10,000 DaskClusters, beside kubeconform (with Go)

@@ -22,7 +22,7 @@ from .admission.configurations import WebhookValues, configurations
 from .core.engine import Result, evaluate
 from .core.findings import Severity
 from .core.inventory import Inventory
-from .core.plain import as_map
+from .core.plain import as_map, one_line
 from .core.policy import ExtendedResourceToleration, Policy, PolicyError, load
 from .core.resources import DaskResource, view
 from .manifests import Document, InputError, locate, parse, read, render_fixed, write_in_place
@@ -282,7 +282,7 @@ def main(
             return _webhook_config(args, out)
         return _fix(args, out, err)
     except InputError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {one_line(str(exc))}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.write("interrupted\n")

@@ -15,7 +15,9 @@ import ctypes
 import importlib
 import importlib.util
 import json
+import math
 import os
+import re
 import sys
 import threading
 import time
@@ -90,11 +92,43 @@ def _version(text: str, name: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def _number(text: str, name: str) -> float:
+_TIMEOUT_RANGE = (1.0, 3600.0)  # seconds: a hung driver is reported within the hour
+_DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+
+
+def _timeout_s(text: str) -> float:
+    low, high = _TIMEOUT_RANGE
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
-        raise _ProbeSettingError(f'{name}="{text}" is not a number of seconds') from None
+        seconds = math.nan
+    if not low <= seconds <= high:  # also refuses NaN and infinities
+        raise _ProbeSettingError(
+            f'{ENV_TIMEOUT_S}="{text}" is not a number of seconds from {low:g} to {high:g}'
+        )
+    return seconds
+
+
+def _validate(settings: dict[str, str]) -> float:
+    """Check every setting before any GPU call; return the timeout in seconds.
+
+    Raises:
+        _ProbeSettingError: naming the setting and what it accepts.
+    """
+    for name in (ENV_EXPECT_CUDA, ENV_MIN_COMPUTE_CAPABILITY):
+        if settings[name].strip():
+            _version(settings[name], name)
+    driver = settings[ENV_EXPECT_DRIVER].strip()
+    if driver and not _DRIVER.match(driver):
+        raise _ProbeSettingError(
+            f'{ENV_EXPECT_DRIVER}="{driver}" is not a driver version, e.g. 580.95.05'
+        )
+    memory = settings[ENV_MIN_FREE_MEMORY_MIB].strip()
+    if memory and not (memory.isascii() and memory.isdigit()):
+        raise _ProbeSettingError(f'{ENV_MIN_FREE_MEMORY_MIB}="{memory}" is not a whole number')
+    if not settings[ENV_TERMINATION_LOG].strip():
+        raise _ProbeSettingError(f"{ENV_TERMINATION_LOG} is empty: name a file")
+    return _timeout_s(settings[ENV_TIMEOUT_S])
 
 
 def _fmt(version: tuple[int, int]) -> str:
@@ -328,8 +362,6 @@ class _Probe:
         given = self.settings.get(ENV_MIN_FREE_MEMORY_MIB, "").strip()
         if not given:
             return "skip"
-        if not given.isdigit():
-            raise _ProbeSettingError(f'{ENV_MIN_FREE_MEMORY_MIB}="{given}" is not a whole number')
         if self.facts["memory_free_mib"] < int(given):
             raise CheckFailedError(
                 f"Expected at least {given} MiB free on {self.name}, found "
@@ -394,10 +426,15 @@ def _write_termination_log(path: str, message: str) -> None:
         pass  # not in a pod, or read-only: the logs still hold the line
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag as a setting error, so the JSON line is still printed."""
+
+    def error(self, message: str) -> Any:
+        raise _ProbeSettingError(f"{message} (see --help)")
+
+
 def _settings(argv: list[str] | None) -> dict[str, str]:
-    parser = argparse.ArgumentParser(
-        prog="gpu-parity-check", description="Prove this container can use its GPU."
-    )
+    parser = _Parser(prog="gpu-parity-check", description="Prove this container can use its GPU.")
     for env in ENV_VARS:
         flag = "--" + env[len("GPU_PARITY_") :].lower().replace("_", "-")
         parser.add_argument(flag, dest=env, metavar="VALUE", help=f"overrides ${env}")
@@ -408,11 +445,10 @@ def _settings(argv: list[str] | None) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear run, one summary
     """Run the checks; print one JSON line; return 0 ok, 1 a check failed, 2 probe error."""
     start = time.perf_counter()
-    settings = _settings(argv)
-    log_path = settings[ENV_TERMINATION_LOG]
-    probe, checks, code = _Probe(settings), [], 0
+    log_path = os.environ.get(ENV_TERMINATION_LOG) or _DEFAULTS[ENV_TERMINATION_LOG]
+    probe, checks, code = _Probe({}), [], 0
     summary: dict[str, Any] = {"ok": False, "failed_check": None, "reason": None}
-    current = ["setup"]
+    current = ["settings"]
     watchdog: threading.Timer | None = None
 
     def _timeout() -> None:
@@ -425,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
         os._exit(1)
 
     try:
-        timeout = _number(settings[ENV_TIMEOUT_S], ENV_TIMEOUT_S)
+        settings = _settings(argv)
+        log_path = settings[ENV_TERMINATION_LOG] or log_path
+        timeout = _validate(settings)
+        probe = _Probe(settings)
         watchdog = threading.Timer(timeout, _timeout)
         watchdog.daemon = True
         watchdog.start()

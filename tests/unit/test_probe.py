@@ -579,11 +579,11 @@ def test_probe_errors_exit_2_without_traceback(
 
 
 def test_hung_driver_is_bounded_by_the_timeout(fakes: Fakes, tmp_path: Path) -> None:
-    env = {"FAKE_CUDA_INIT_SLEEP_MS": "20000", "GPU_PARITY_TIMEOUT_S": "0.5"}
+    env = {"FAKE_CUDA_INIT_SLEEP_MS": "20000", "GPU_PARITY_TIMEOUT_S": "1"}
     run = run_probe(fakes, tmp_path, env)
     assert run.code == 1
     message = (
-        "Expected the probe to finish in 0.5 s, cuda-init was still running: the driver or GPU is "
+        "Expected the probe to finish in 1.0 s, cuda-init was still running: the driver or GPU is "
         "not answering; check the node with nvidia-smi and its kernel log\n"
     )
     assert run.stderr == message
@@ -674,3 +674,46 @@ def test_in_process_main_leaves_no_watchdog_behind(
     for timer in leftover:
         timer.join(timeout=1)
     assert not [t for t in leftover if t.is_alive()]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            [],
+            {"GPU_PARITY_TIMEOUT_S": "-5"},
+            'GPU_PARITY_TIMEOUT_S="-5" is not a number of seconds',
+        ),
+        ([], {"GPU_PARITY_TIMEOUT_S": "0"}, 'GPU_PARITY_TIMEOUT_S="0" is not a number'),
+        ([], {"GPU_PARITY_TIMEOUT_S": "nan"}, 'GPU_PARITY_TIMEOUT_S="nan" is not a number'),
+        ([], {"GPU_PARITY_TIMEOUT_S": "inf"}, 'GPU_PARITY_TIMEOUT_S="inf" is not a number'),
+        ([], {"GPU_PARITY_TIMEOUT_S": "1e309"}, 'GPU_PARITY_TIMEOUT_S="1e309" is not a number'),
+        ([], {"GPU_PARITY_EXPECT_DRIVER": "latest"}, 'GPU_PARITY_EXPECT_DRIVER="latest" is not'),
+        ([], {"GPU_PARITY_EXPECT_CUDA": "13"}, 'GPU_PARITY_EXPECT_CUDA="13" is not a MAJOR.MINOR'),
+        ([], {"GPU_PARITY_MIN_FREE_MEMORY_MIB": "-1"}, "is not a whole number"),
+        (["--bogus"], {}, "unrecognized arguments: --bogus (see --help)"),
+    ],
+)
+def test_settings_are_checked_first_without_a_gpu(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: tuple[list[str], dict[str, str], str],
+) -> None:
+    """No driver here: a bad setting is still reported as one (exit 2), never as a GPU fault."""
+    argv, env, message = case
+
+    def no_library(name: str) -> None:
+        raise AssertionError(f"{name} was loaded before the settings were checked")
+
+    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
+    log = tmp_path / "log"
+    for name, value in {**env, "GPU_PARITY_TERMINATION_LOG": str(log)}.items():
+        monkeypatch.setenv(name, value)
+    assert probe.main(argv) == 2
+    out, err = capsys.readouterr()
+    summary = json.loads(out)  # the JSON line is always printed
+    assert summary["failed_check"] == "settings"
+    assert message in summary["reason"]
+    assert err.count("\n") == 1
+    assert message in log.read_text()

@@ -11,6 +11,11 @@ import pytest
 from dask_gpu_parity.admission import reviews
 
 V1 = "admission.k8s.io/v1"
+DEEP: dict[str, Any] = {}
+_node = DEEP
+for _ in range(150):
+    _node["a"] = {}
+    _node = _node["a"]
 
 
 def _request(**changes: Any) -> dict[str, Any]:
@@ -75,6 +80,21 @@ def _without(key: str) -> dict[str, Any]:
         pytest.param(_without("userInfo"), "mutate-daskcluster", False, 400, "userInfo", id="user"),
         pytest.param(
             _request(object={"metadata": []}), "mutate-daskcluster", False, 400, "object", id="meta"
+        ),
+        pytest.param(_without("operation"), "mutate-daskcluster", False, 400, "operation", id="op"),
+        pytest.param(
+            _request(operation=["CREATE"]), "mutate-daskcluster", False, 400, "one of", id="op-list"
+        ),
+        pytest.param(
+            _request(operation="create"), "mutate-daskcluster", False, 400, "CREATE", id="op-case"
+        ),
+        pytest.param(
+            _request(object={"metadata": {}, "spec": DEEP}),
+            "mutate-daskcluster",
+            False,
+            400,
+            "deeper than 100",
+            id="deep",
         ),
     ],
 )

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dask_gpu_parity.core.patch import Operation
-from dask_gpu_parity.core.plain import as_map, truncate
+from dask_gpu_parity.core.plain import MAX_DEPTH, as_map, deeper_than, truncate
 from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
 from . import configurations
@@ -35,6 +35,7 @@ ROUTES = dict((*configurations.MUTATING, *configurations.VALIDATING))  # handler
 MAX_BODY = 16 << 20  # the API server accepts requests up to 3 MiB
 _DASK = (DASK_GROUP, DASK_VERSION)
 _REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+_OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")  # admission.k8s.io/v1 Operation
 _MAX_MESSAGE = 400
 # The ``result`` label of answers made before the rules ran, by their status code.
 _EDGE_RESULTS = {400: "malformed", 404: "malformed", 413: "malformed", 500: "error"}
@@ -168,11 +169,16 @@ def triage(data: Any, webhook: str) -> dict[str, Any] | None:
             message=f"Webhook /{webhook} checks {ROUTES[webhook]}, not {plural}: fix the rules "
             "of the webhook configuration (dask-gpu-parity webhook-config prints them)",
         )
-    if request.get("operation") != "CREATE":
+    operation = request.get("operation")
+    if operation not in _OPERATIONS:
+        return malformed(data, f"request.operation must be one of {', '.join(_OPERATIONS)}")
+    if operation != "CREATE":
         return review(data, allowed=True)  # the dask operator reads the spec at creation only
     if not isinstance(request.get("userInfo"), Mapping):
         return malformed(data, "request.userInfo is missing or not an object")
     body = request.get("object")
     if not isinstance(body, Mapping) or not isinstance(body.get("metadata", {}), Mapping):
         return malformed(data, "request.object must be an object with metadata an object")
+    if deeper_than(body):
+        return malformed(data, f"request.object nests deeper than {MAX_DEPTH} levels")
     return None

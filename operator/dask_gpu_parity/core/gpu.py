@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from . import quantity
 
 __all__ = [
     "GpuRequest",
@@ -19,55 +20,17 @@ __all__ = [
     "env_value",
     "gpu_requests",
     "is_gpu_resource",
-    "parse_quantity",
     "primary_container",
     "protocol",
 ]
 
 _MIG = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb")
-_SUFFIX: dict[str, Decimal | int] = {
-    "": 1,
-    "m": Decimal("0.001"),
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-_QUANTITY = re.compile(
-    r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
-)
-
 Protocol = str  # "tcp" or "ucx"
 
 
 def is_gpu_resource(name: str) -> bool:
     """Whether ``name`` is an NVIDIA GPU resource: whole, shared or a MIG slice."""
     return name in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or bool(_MIG.match(name))
-
-
-def parse_quantity(value: Any) -> Decimal | None:
-    """A Kubernetes quantity as a number, ``None`` when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    match = _QUANTITY.match(value.strip())
-    if not match:
-        return None
-    try:
-        return Decimal(match.group(1)) * _SUFFIX[match.group(2) or ""]
-    except InvalidOperation:
-        return None
 
 
 def containers(pod_spec: Any, key: str = "containers") -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -106,10 +69,10 @@ def gpu_requests(pod_spec: Any) -> list[GpuRequest]:
             values = resources.get(section)
             if not isinstance(values, Mapping):
                 continue
-            for name, quantity in values.items():
+            for name, amount in values.items():
                 gpu = isinstance(name, str) and is_gpu_resource(name)
-                if gpu and (parse_quantity(quantity) or 0) > 0:  # parsed for GPUs only
-                    found.append(GpuRequest(name, quantity, index, section))
+                if gpu and (quantity.parse(amount) or 0) > 0:  # parsed for GPUs only
+                    found.append(GpuRequest(name, amount, index, section))
     return found
 
 

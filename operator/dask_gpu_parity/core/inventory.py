@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .gpu import gpu_requests, is_gpu_resource, parse_quantity
+from . import quantity
+from .gpu import gpu_requests, is_gpu_resource
 from .labels import expression_matches
 from .plain import as_list, as_map, get_in
 from .providers import PROVIDERS, PoolClass, Provider
@@ -96,7 +97,7 @@ class GpuNode:
             name: number
             for name, value in as_map(status.get("allocatable")).items()
             if is_gpu_resource(name)
-            and (number := parse_quantity(value)) is not None
+            and (number := quantity.parse(value)) is not None
             and number > 0
         }
         if not allocatable:
@@ -178,7 +179,7 @@ def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:
     per_container: dict[tuple[int, str], Decimal] = {}
     for request in gpu_requests(pod_spec):
         key = (request.container, request.resource)
-        number = parse_quantity(request.quantity) or Decimal(0)
+        number = quantity.parse(request.quantity) or Decimal(0)
         per_container[key] = max(per_container.get(key, Decimal(0)), number)
     demand: dict[str, Decimal] = {}
     for (_, resource), number in per_container.items():

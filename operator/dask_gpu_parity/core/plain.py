@@ -7,10 +7,25 @@ none of these raises on a value of the wrong type.
 from __future__ import annotations
 
 import marshal
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Path", "as_list", "as_map", "copy_json", "get_in", "truncate"]
+__all__ = [
+    "MAX_DEPTH",
+    "Path",
+    "as_list",
+    "as_map",
+    "copy_json",
+    "deeper_than",
+    "get_in",
+    "one_line",
+    "truncate",
+]
+
+# No Kubernetes object nests deeper (a DaskJob's deepest field is about 15 levels down); deeper
+# input is refused before any recursive walk could exhaust the stack.
+MAX_DEPTH = 100
 
 Path = tuple[str | int, ...]
 
@@ -62,6 +77,42 @@ def _walk_copy(value: Any) -> Any:
     return value
 
 
+def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON-like ``value`` nests mappings and lists more than ``limit`` levels deep.
+
+    Iterative, so any depth is measured without recursion.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def truncate(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# C0 and C1 controls, DEL, line and paragraph separators, and the bidirectional overrides that
+# can make a terminal or a CI log show text other than what is there.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_BREAKS = re.compile(r"[ \t]*(?:\r\n|[\r\n])\s*")
+
+
+def one_line(text: str) -> str:
+    r"""``text`` on one line, with control characters escaped (``\x1b``, ``\u202e``).
+
+    Line breaks between words become spaces; every other control character is shown escaped,
+    so a message never injects a line, a colour or a CI command into what it is printed on.
+    """
+    text = _BREAKS.sub(" ", text.strip())
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)

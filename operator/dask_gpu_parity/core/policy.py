@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 
 from dask_gpu_parity.names import POLICY_API_VERSION, POLICY_KIND
 
+from . import quantity
 from .findings import Severity
-from .gpu import is_gpu_resource, parse_quantity
+from .gpu import is_gpu_resource
 from .labels import LabelSelector
 
 __all__ = [
@@ -230,7 +231,7 @@ def _bool(value: Any, where: str) -> bool:
 
 
 def _quantity(value: Any, where: str) -> str:
-    if not isinstance(value, str) or parse_quantity(value) is None:
+    if not isinstance(value, str) or quantity.parse(value) is None:
         raise PolicyError(f"spec.verifier.{where}: expected a quantity string, found {value!r}")
     return value
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from dask_gpu_parity.core.plain import MAX_DEPTH, deeper_than
+
 from . import yaml11
 from .sources import InputError, Source
 
@@ -95,6 +97,11 @@ def _parse_exact(source: Source, text: str, first_index: int) -> list[Document]:
 def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
     if data is None:
         return
+    if deeper_than(data):
+        raise InputError(
+            f"{source.display}:{line}: document {index + 1} nests deeper than {MAX_DEPTH} "
+            "levels, which no Kubernetes object does: refusing to read it"
+        )
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
         raise InputError(
@@ -109,24 +116,41 @@ def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iter
 
 
 def _refuse_bombs(root: Any, source: Source, line: int) -> None:
-    """Refuse documents whose aliases expand to more than MAX_EXPANDED_NODES nodes."""
-    sizes: dict[int, int] = {}
+    """Refuse recursive documents and aliases that expand to more than MAX_EXPANDED_NODES nodes.
 
-    def size(node: Any) -> int:
+    An iterative walk of PyYAML's node graph: a node met again while it is still being walked
+    contains itself (``&a [*a]``), which no JSON object, so no Kubernetes object, can.
+    """
+    sizes: dict[int, int] = {}  # finished nodes: their expanded size
+    walking: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
         key = id(node)
+        if children_done:
+            walking.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
         if key in sizes:
-            return sizes[key]
-        sizes[key] = 1  # cycles count once
-        total = 1
-        if isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            total += sum(size(v) for v in node.value)
-        sizes[key] = total
-        return total
-
-    if size(root) > MAX_EXPANDED_NODES:
+            continue
+        if key in walking:
+            raise InputError(
+                f"{source.display}:{line}: a YAML alias refers to a node that contains it: "
+                "Kubernetes objects cannot be recursive"
+            )
+        walking.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+    if sizes[id(root)] > MAX_EXPANDED_NODES:
         raise InputError(
             f"{source.display}:{line}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} "
             "nodes (a YAML bomb?): refusing to read it"
         )
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []

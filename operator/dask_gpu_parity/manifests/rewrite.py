@@ -22,7 +22,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from dask_gpu_parity.core.patch import Operation, apply_in_place
 
 from .documents import Loader
-from .sources import BREAK, BREAKS, Source
+from .sources import BREAK, BREAKS, InputError, Source
 
 __all__ = ["render_fixed", "write_in_place"]
 
@@ -60,10 +60,17 @@ def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operati
 
 
 def _render_json(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
-    data = json.loads(source.text)
+    try:  # NaN and Infinity are no JSON: Python's reader takes them, the YAML reader did not
+        data = json.loads(source.text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise InputError(f"{source.display}: not JSON that can be rewritten: {exc}") from exc
     for prefix, ops in patches.get(0, []):
         apply_in_place(data, _prefixed(prefix, ops))
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 _LINE = re.compile(rf"[^{BREAKS}]*(?:{BREAK.pattern})|[^{BREAKS}]+$")  # lines as YAML counts them

@@ -1,7 +1,9 @@
-"""DGP010, DGP011, DGP012: the document against the Dask CRD schemas.
+"""DGP010, DGP011, DGP012: the document against the Dask CRD schemas and the Pod API.
 
 Number quantities in GPU resources are quoted in place (DGP010); fields the CRDs' Kubernetes 1.21
-pod schema prunes (DGP012) and other schema errors (DGP011) are reported.
+pod schema prunes (DGP012) and other schema errors (DGP011) are reported, and so are resource
+quantities the API server rejects when the dask operator creates the Pods (DGP011): the CRDs
+type them as strings and check nothing more.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from dask_gpu_parity.core import schema
+from dask_gpu_parity.core import quantity, schema
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.patch import apply_in_place, split_pointer
+from dask_gpu_parity.core.gpu import containers
+from dask_gpu_parity.core.patch import apply_in_place, pointer, split_pointer
+from dask_gpu_parity.core.plain import as_map, get_in
+from dask_gpu_parity.core.resources import view
 
 __all__ = ["schema_findings"]
 
@@ -27,8 +32,11 @@ def schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> list
     findings: list[Finding] = []
     for issue in schema.validate(patched, kind):
         value = _at(patched, issue.path)
-        quantity = isinstance(value, int | float) and not isinstance(value, bool)
-        if fix and quantity and isinstance(patched, dict) and _QUANTITY_PATH.search(issue.path):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        in_resources = _QUANTITY_PATH.search(issue.path) is not None
+        if number and in_resources and quantity.parse(value) is None:
+            findings.append(_not_a_quantity(issue.path, value))
+        elif fix and number and isinstance(patched, dict) and in_resources:
             # _at found the value, so its parent exists: a plain replace applies.
             apply_in_place(
                 patched, [{"op": "replace", "path": issue.path, "value": _quantity_string(value)}]
@@ -52,7 +60,34 @@ def schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> list
             )
         else:
             findings.append(Finding.of("DGP011", issue.path, f"{issue.message}: fix the manifest"))
+    return findings + _quantities(patched)
+
+
+def _quantities(document: Mapping[str, Any]) -> list[Finding]:
+    """DGP011 for every resource quantity string that the Pod API would reject."""
+    dask = view(document)
+    paths = (dask.scheduler_path, dask.worker_path, dask.job_runner_path) if dask else ()
+    findings = []
+    for path in filter(None, paths):
+        pod = get_in(document, path)
+        for key in ("containers", "initContainers"):
+            for index, container in containers(pod, key):
+                resources = as_map(container.get("resources"))
+                for section in ("limits", "requests"):
+                    for name, value in as_map(resources.get(section)).items():
+                        if isinstance(value, str) and quantity.parse(value) is None:
+                            at = pointer(*path, key, index, "resources", section, name)
+                            findings.append(_not_a_quantity(at, value))
     return findings
+
+
+def _not_a_quantity(path: str, value: Any) -> Finding:
+    return Finding.of(
+        "DGP011",
+        path,
+        f"{quantity.describe(value)}: the API server rejects it when the dask operator "
+        "creates the Pod; fix the manifest",
+    )
 
 
 def _quantity_string(value: float) -> str:
