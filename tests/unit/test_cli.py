@@ -138,7 +138,10 @@ def test_fix_in_place_rewrites_only_dask_files(tmp_path: Path) -> None:
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     code, _, err = run(["fix", "--in-place", str(tmp_path)])
     assert code == 0
-    assert "fixed 1 file(s)" in err
+    assert err.splitlines() == [
+        f"fixed {tmp_path / 'gpu-cluster-tcp.yaml'}",
+        "1 file(s) fixed, 2 left unchanged",
+    ]
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after["cpu-cluster.yaml"] == before["cpu-cluster.yaml"]
     assert after["policy.yaml"] == before["policy.yaml"]
@@ -206,19 +209,27 @@ h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
     ids=["binary", "not-utf8", "unclosed", "bad-indent", "list", "scalar", "bomb"],
 )
 @pytest.mark.parametrize("command", ["check", "fix"])
-def test_bad_input_is_a_clear_usage_error(
+def test_bad_input_is_a_finding_of_its_file(
     tmp_path: Path, content: bytes, message: str, command: str
 ) -> None:
+    """check: an error finding (exit 1), in the report; fix: one line, exit 2, nothing written."""
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)
     code, out, err = run(
         [command, str(path), "--in-place"] if command == "fix" else [command, str(path)]
     )
-    assert code == 2
-    assert message in err
-    assert err.count("\n") == 1
     assert "Traceback" not in err + out
     assert path.read_bytes() == content
+    if command == "check":
+        assert code == 1
+        assert err == ""
+        assert message in out
+        assert out.count("\n") == 2  # the finding, the counts
+        assert "1 file(s) could not be checked" in out
+    else:
+        assert code == 2
+        assert message in err
+        assert err.splitlines()[0].startswith("error: ")
 
 
 def test_empty_file_is_fine(tmp_path: Path) -> None:

@@ -92,6 +92,9 @@ RULES: dict[str, Rule] = {
         ),
         Rule("DGP016", "job-runner-image", "Job runner image differs", Severity.WARNING, False),
         Rule("DGP017", "malformed", "Dask resource is malformed", Severity.ERROR, False),
+        # Input files, not resources (the CLI): the other files are still checked.
+        Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
+        Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),
     )
 }
 

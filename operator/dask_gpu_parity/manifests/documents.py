@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from . import yaml11
-from .sources import InputError, Source
+from .sources import INVALID, FileError, Source
 
 __all__ = ["MAX_EXPANDED_NODES", "Document", "Loader", "Scope", "parse"]
 
@@ -44,7 +44,7 @@ def parse(source: Source) -> list[Document]:
     """The objects of a source, in order; empty documents are left out.
 
     Raises:
-        InputError: invalid YAML, a YAML bomb, or a document that is not an object.
+        FileError: invalid YAML, a YAML bomb, or a document that is not an object (DGP901).
     """
     pieces = yaml11.split(source.text)
     if pieces is None:
@@ -79,17 +79,26 @@ def _parse_exact(source: Source, text: str, first_index: int) -> list[Document]:
             index += 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = source.display
-        if mark is not None:
-            where = f"{where}:{mark.line + 1}:{mark.column + 1}"
-        raise InputError(f"{where}: invalid YAML: {exc.problem or exc.context}") from exc
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+        message = f"invalid YAML: {exc.problem or exc.context}{_helm_hint(source)}"
+        raise FileError(source.display, message, code=INVALID, line=line, column=column) from exc
     except yaml.YAMLError as exc:
-        raise InputError(f"{source.display}: invalid YAML: {exc}") from exc
+        message = f"invalid YAML: {exc}{_helm_hint(source)}"
+        raise FileError(source.display, message, code=INVALID) from exc
     except RecursionError as exc:
-        raise InputError(f"{source.display}: YAML nested too deeply") from exc
+        raise FileError(source.display, "YAML nested too deeply", code=INVALID) from exc
     finally:
         loader.dispose()
     return documents
+
+
+def _helm_hint(source: Source) -> str:
+    if "{{" not in source.text:
+        return ""
+    return (
+        "; it looks like a Helm template: check the rendered chart "
+        "(helm template CHART | dask-gpu-parity check -) or exclude it"
+    )
 
 
 def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
@@ -97,8 +106,11 @@ def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iter
         return
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
-        raise InputError(
-            f"{source.display}:{line}: document {index + 1} is {kind}, not a Kubernetes object"
+        raise FileError(
+            source.display,
+            f"document {index + 1} is {kind}, not a Kubernetes object",
+            code=INVALID,
+            line=line,
         )
     if data.get("kind") == "List" and isinstance(data.get("items"), list):
         for i, item in enumerate(data["items"]):
@@ -126,7 +138,10 @@ def _refuse_bombs(root: Any, source: Source, line: int) -> None:
         return total
 
     if size(root) > MAX_EXPANDED_NODES:
-        raise InputError(
-            f"{source.display}:{line}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} "
-            "nodes (a YAML bomb?): refusing to read it"
+        raise FileError(
+            source.display,
+            f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a YAML bomb?): "
+            "refusing to read it",
+            code=INVALID,
+            line=line,
         )

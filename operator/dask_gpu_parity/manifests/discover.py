@@ -1,0 +1,207 @@
+"""Which files a command reads: paths and folders, minus what is excluded.
+
+The rules follow ruff's: a folder is searched recursively for ``*.yaml``, ``*.yml`` and
+``*.json`` (any case), leaving out the default excludes, ``--exclude`` patterns (gitignore
+syntax, relative to the current folder) and what ``.gitignore`` files ignore. A file named on
+the command line is read whatever its name, unless ``force_exclude`` is set (what pre-commit
+hooks pass, because pre-commit names every file). Two kinds of files are no manifests and are
+skipped by default: Helm templates (``templates/`` beside a ``Chart.yaml``) and kustomize
+patches (files a ``kustomization.yaml`` in the same folder names as patches).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pathspec
+import yaml
+
+from .sources import FileError, InputError
+
+__all__ = ["DEFAULT_EXCLUDES", "STDIN", "Selection", "discover"]
+
+STDIN = "-"
+SUFFIXES = (".yaml", ".yml", ".json")
+# Tools' and version control's folders, as ruff's default excludes (gitignore syntax).
+DEFAULT_EXCLUDES = (
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".bzr/",
+    ".venv/",
+    "venv/",
+    ".tox/",
+    ".nox/",
+    ".direnv/",
+    "node_modules/",
+    "site-packages/",
+    "__pycache__/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+)
+_KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How paths become files; the CLI's flags of the same names."""
+
+    exclude: tuple[str, ...] = ()
+    default_excludes: bool = True
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    stdin_filename: str = ""
+
+
+def discover(paths: Sequence[str], selection: Selection) -> Iterator[str | FileError]:
+    """The files to read, in order (``-`` for stdin), and a FileError per unreadable folder.
+
+    Raises:
+        InputError: an empty path, or one that does not exist (usage errors: the command is
+            wrong, not the repository).
+    """
+    for name in paths:
+        if not name:
+            raise InputError('an empty path ("") names no file: drop it, or use . for this folder')
+        if name != STDIN and not os.path.lexists(name):
+            raise InputError(f"{name}: no such file or directory")
+    matcher = _Matcher(selection)
+    for name in paths:
+        if name == STDIN:
+            shown = selection.stdin_filename
+            if not (selection.force_exclude and shown and matcher.excluded(shown, folder=False)):
+                yield STDIN
+        elif os.path.isdir(name):
+            if not (selection.force_exclude and matcher.excluded(name, folder=True)):
+                yield from _walk(name, matcher)
+        elif not (selection.force_exclude and matcher.excluded(name, folder=False)):
+            yield name
+
+
+def _walk(top: str, matcher: _Matcher) -> Iterator[str | FileError]:
+    files: list[str] = []
+    errors: list[FileError] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append(FileError(folder, f"cannot list folder: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
+            path = entry.name if folder == os.curdir else os.path.join(folder, entry.name)
+            try:
+                if entry.is_dir(follow_symlinks=False):  # no symlinked folders: no loops
+                    if not matcher.excluded(path, folder=True):
+                        stack.append(path)
+                elif (
+                    entry.name.lower().endswith(SUFFIXES)
+                    and entry.is_file()  # regular files (or links to them): no FIFOs, devices
+                    and not matcher.excluded(path, folder=False)
+                ):
+                    files.append(path)
+            except OSError as exc:
+                errors.append(FileError(path, f"cannot read: {exc.strerror or exc}"))
+    found: list[str | FileError] = [*files, *errors]
+    yield from sorted(found, key=lambda f: Path(f if isinstance(f, str) else f.file).parts)
+
+
+class _Matcher:
+    """Exclude patterns, default excludes, ``.gitignore`` files, Helm and kustomize rules."""
+
+    def __init__(self, selection: Selection):
+        self.selection = selection
+        patterns = [*(DEFAULT_EXCLUDES if selection.default_excludes else ()), *selection.exclude]
+        self.patterns = pathspec.GitIgnoreSpec.from_lines(patterns)
+        self.cwd = os.path.abspath(os.curdir)
+        self._patches: dict[str, frozenset[str]] = {}
+        self._ignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    def excluded(self, path: str, *, folder: bool) -> bool:
+        absolute = os.path.abspath(path)
+        inside = absolute == self.cwd or absolute.startswith(self.cwd.rstrip(os.sep) + os.sep)
+        rel = os.path.relpath(absolute, self.cwd) if inside else absolute
+        rel = rel.replace(os.sep, "/").lstrip("/")
+        if rel not in ("", ".") and self.patterns.match_file(rel + ("/" if folder else "")):
+            return True
+        if self.selection.respect_gitignore and self._gitignored(absolute, folder=folder):
+            return True
+        if not self.selection.default_excludes:
+            return False
+        if folder:
+            return _helm_templates(absolute)
+        parent = os.path.dirname(absolute)
+        if any(_helm_templates(p) for p in _ancestors(parent)):
+            return True
+        if parent not in self._patches:
+            self._patches[parent] = _patches(parent)
+        return absolute in self._patches[parent]
+
+    def _gitignored(self, absolute: str, *, folder: bool) -> bool:
+        """Whether ``.gitignore`` files (and ``.git/info/exclude``) of the repository ignore it."""
+        for base in _ancestors(os.path.dirname(absolute)):
+            if base not in self._ignores:
+                self._ignores[base] = _gitignore(base)
+            spec = self._ignores[base]
+            if spec is not None:
+                rel = os.path.relpath(absolute, base).replace(os.sep, "/") + ("/" if folder else "")
+                include = spec.check_file(rel).include
+                if include is not None:
+                    return include
+            if os.path.exists(os.path.join(base, ".git")):
+                return False  # the repository's root: no .gitignore above it applies
+        return False
+
+
+def _ancestors(folder: str) -> Iterator[str]:
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
+def _helm_templates(folder: str) -> bool:
+    """Whether ``folder`` is a Helm chart's ``templates/``: no manifests until rendered."""
+    return os.path.basename(folder) == "templates" and os.path.isfile(
+        os.path.join(os.path.dirname(folder), "Chart.yaml")
+    )
+
+
+def _patches(folder: str) -> frozenset[str]:
+    """The files a kustomization in ``folder`` names as patches (fragments, no manifests)."""
+    for name in _KUSTOMIZATIONS:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, "rb") as handle:
+                data: Any = yaml.safe_load(handle.read(2**20))
+        except (OSError, yaml.YAMLError):
+            continue
+        if not isinstance(data, dict):
+            return frozenset()
+        named: list[Any] = list(data.get("patchesStrategicMerge") or [])
+        for key in ("patches", "patchesJson6902"):
+            named += [p.get("path") for p in data.get(key) or [] if isinstance(p, dict)]
+        return frozenset(
+            os.path.normpath(os.path.join(folder, p)) for p in named if isinstance(p, str)
+        )
+    return frozenset()
+
+
+def _gitignore(folder: str) -> pathspec.GitIgnoreSpec | None:
+    lines: list[str] = []
+    for name in (".gitignore", os.path.join(".git", "info", "exclude")):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
+                lines += handle.read(2**20).splitlines()
+        except OSError:
+            continue
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
