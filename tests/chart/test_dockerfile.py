@@ -54,7 +54,9 @@ def test_dockerfile_shape():
     assert uid.isdigit()
     assert int(uid) >= 10000
     assert gid.isdigit()
-    assert final[-2] == ("ENTRYPOINT", '["dask-gpu-parity", "run"]')
+    assert final[-2] == ("ENTRYPOINT", '["dask-gpu-parity"]')  # the CLI: `IMAGE check -` works
+    assert final[-1][0] == "CMD"
+    assert final[-1][1].startswith('["run", ')
     assert [w for w, _ in final].index("USER") < [w for w, _ in final].index("ENTRYPOINT")
 
 

@@ -26,7 +26,7 @@ from dask_gpu_parity.manifests.rewrite import Signalled, signals_raise
 from .check import check
 from .fix import fix
 from .operator import run, webhook_config
-from .parser import PROBE_FLAGS, parser
+from .parser import PROBE_FLAGS, build_parser
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -68,7 +68,7 @@ def main(
     """Run the command line; return the exit code."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        return _dispatch(parser().parse_args(argv), out, err)
+        return _dispatch(build_parser().parse_args(argv), out, err)
     except InputError as exc:
         err.write(printable(f"error: {exc}") + "\n")
         return EXIT_USAGE

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from dask_gpu_parity import __version__, probe
 from dask_gpu_parity.manifests import DEFAULT_EXCLUDES, InputError
 from dask_gpu_parity.manifests.report import FORMATS
 
-__all__ = ["PROBE_FLAGS", "parser"]
+__all__ = ["PROBE_FLAGS", "build_parser"]
 
 _CHECK_EXIT = """\
 exit codes:
@@ -26,9 +27,15 @@ examples:
   helm template rel ./chart | dask-gpu-parity check - --stdin-filename chart/rendered.yaml
   dask-gpu-parity check . -o gitlab --exit-zero > gl-code-quality-report.json
 
-folders are searched for *.yaml, *.yml and *.json (any case), leaving out
-{", ".join(DEFAULT_EXCLUDES)}, what .gitignore files ignore, Helm chart templates/ folders and
-kustomize patches (docs/ci.md).
+{
+    textwrap.fill(
+        "folders are searched for *.yaml, *.yml and *.json (any case), leaving out "
+        + ", ".join(DEFAULT_EXCLUDES)
+        + ", what .gitignore files ignore, Helm chart templates/ folders and kustomize "
+        "patches (docs/ci.md).",
+        78,
+    )
+}
 
 {_CHECK_EXIT}"""
 
@@ -150,7 +157,7 @@ def _inputs(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     """The ``dask-gpu-parity`` parser and its subcommands."""
     top = _Parser(
         prog="dask-gpu-parity",

@@ -41,10 +41,12 @@ class Document:
 
 
 def parse(source: Source) -> list[Document]:
-    """The objects of a source, in order; empty documents are left out.
+    """The objects of a source, in order.
+
+    Documents that are no object (empty, a list, a scalar) are left out: no Kubernetes object.
 
     Raises:
-        FileError: invalid YAML, a YAML bomb, or a document that is not an object (DGP901).
+        FileError: invalid YAML or a YAML bomb (DGP901).
     """
     pieces = yaml11.split(source.text)
     if pieces is None:
@@ -102,16 +104,10 @@ def _helm_hint(source: Source) -> str:
 
 
 def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
-    if data is None:
-        return
     if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
-        raise FileError(
-            source.display,
-            f"document {index + 1} is {kind}, not a Kubernetes object",
-            code=INVALID,
-            line=line,
-        )
+        # Empty, a list or a scalar: no Kubernetes object (a kustomize JSON patch, a
+        # pre-commit hooks file, a report), skipped like every other document without Dask.
+        return
     if data.get("kind") == "List" and isinstance(data.get("items"), list):
         for i, item in enumerate(data["items"]):
             if isinstance(item, dict):

@@ -63,6 +63,8 @@ def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operati
     crlf = source.text.count("\r\n")
     if crlf and crlf == source.text.count("\n"):  # keep the file's CRLF line endings
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    elif "\r" in source.text and "\n" not in source.text:  # and CR-only ones
+        text = text.replace("\n", "\r")
     return text
 
 

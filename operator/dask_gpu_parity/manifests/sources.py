@@ -33,6 +33,7 @@ UNREADABLE, INVALID = "DGP900", "DGP901"  # the finding codes of FileError (docs
 BREAKS = "\\r\\n\\x85\\u2028\\u2029"  # as a regex class body
 BREAK = re.compile(rf"\r\n|[{BREAKS}]")
 _NOT_YAML_BREAK = re.compile("[\v\f\x1c-\x1e]")  # line breaks to str.splitlines only
+_ONE_CHAR_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")  # YAML line breaks other than \n
 _CHUNK = 2**20
 
 
@@ -77,6 +78,17 @@ class Source:
         if lines and not lines[-1].endswith(("\n", "\r")):
             starts.pop()  # the text's end is no line start
         return starts
+
+    @functools.cached_property
+    def walk_text(self) -> str:
+        r"""The text with every one-character line break as ``\n``, for the line walk of locate.
+
+        The offsets are the same; a file with CR line ends then has its many lines there too.
+        """
+        text = self.text
+        if "\r" not in text and text.isascii():
+            return text
+        return _ONE_CHAR_BREAK.sub("\n", text)
 
     @property
     def display(self) -> str:

@@ -24,7 +24,7 @@ def junit(items: Sequence[Located], checked: Sequence[tuple[str, str]]) -> str:
     cases: dict[tuple[str, str], list[Located]] = {key: [] for key in checked}
     paths: dict[str, str | None] = {}
     for item in items:
-        key = (item.file, item.resource or "(file)")
+        key = (item.file, item.resource or f"{item.finding.code} {item.finding.rule.title}")
         cases.setdefault(key, []).append(item)
         paths[item.file] = item.path
     failures = errors = 0
