@@ -10,11 +10,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dask_gpu_parity.cli import main
+from dask_gpu_parity.core.findings import Finding
+from dask_gpu_parity.manifests.report import Located, render, summary
 
 from .helpers import EXAMPLES, ROOT
-from .reports import assert_gitlab, assert_junit, assert_sarif, cli
+from .reports import assert_gitlab, assert_junit, assert_sarif, cli, sarif_validator
 
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 FIXTURES = sorted([*EXAMPLES.glob("*.yaml"), *GOLDEN.glob("*.yaml")])
@@ -215,3 +219,48 @@ def test_broken_pipe_is_one_line_and_exit_2() -> None:
     err = io.StringIO()
     assert main(["check", str(EXAMPLES)], out=Closed(), err=err) == 2  # type: ignore[arg-type]
     assert err.getvalue() == "error: cannot write the output: Broken pipe\n"
+
+
+_TEXTS = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",))
+    | st.sampled_from(
+        ["\n", "\r", "\x1b", "\x00", "\u2028", "\u202e", "%", ",", ":", "#", "]", ">", "&", "<"]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200)  # each example validates SARIF against the full schema
+@given(
+    names=st.lists(st.tuples(_TEXTS, _TEXTS, _TEXTS, st.integers(0, 10**6)), min_size=1, max_size=4)
+)
+def test_any_name_or_message_keeps_every_format_well_formed(
+    names: list[tuple[str, str, str, int]],
+) -> None:
+    items = [
+        Located(
+            Finding.of("DGP001", "/spec", message or "m"),
+            "DaskCluster",
+            name,
+            "ns",
+            file or "f.yaml",
+            1,
+            line,
+            file or "f.yaml",
+        )
+        for name, message, file, line in names
+    ]
+    counts = summary(items, len(items), len(items), len(items))
+    text = render("text", items, counts)
+    assert text.count("\n") == len(items) + 1
+    assert all(line.isprintable() for line in text.splitlines())
+    github = render("github", items, counts)
+    assert github.count("\n") == len(items)
+    assert all(line.startswith("::error file=") for line in github.splitlines())
+    assert_junit(render("junit", items, counts, [(i.file, i.resource) for i in items]))
+    log = json.loads(render("sarif", items, counts))
+    sarif_validator().validate(log)
+    assert len({r["partialFingerprints"]["dgp/v2"] for r in log["runs"][0]["results"]}) == len(
+        items
+    )
+    assert_gitlab(render("gitlab", items, counts))

@@ -114,50 +114,73 @@ def _walk(top: str, matcher: _Matcher) -> Iterator[str | FileError]:
 
 
 class _Matcher:
-    """Exclude patterns, default excludes, ``.gitignore`` files, Helm and kustomize rules."""
+    """Exclude patterns, default excludes, ``.gitignore`` files, Helm and kustomize rules.
+
+    What depends on a folder only (its ``.gitignore`` chain, whether it is inside a Helm
+    ``templates/``, its kustomize patches) is worked out once per folder.
+    """
 
     def __init__(self, selection: Selection):
         self.selection = selection
         patterns = [*(DEFAULT_EXCLUDES if selection.default_excludes else ()), *selection.exclude]
-        self.patterns = pathspec.GitIgnoreSpec.from_lines(patterns)
+        self.patterns = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
         self.cwd = os.path.abspath(os.curdir)
+        self.prefix = self.cwd.rstrip(os.sep) + os.sep
         self._patches: dict[str, frozenset[str]] = {}
-        self._ignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._ignores: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {}
+        self._helm: dict[str, bool] = {}
 
     def excluded(self, path: str, *, folder: bool) -> bool:
+        """Whether ``path`` (a folder if ``folder``) is left out."""
         absolute = os.path.abspath(path)
-        inside = absolute == self.cwd or absolute.startswith(self.cwd.rstrip(os.sep) + os.sep)
-        rel = os.path.relpath(absolute, self.cwd) if inside else absolute
-        rel = rel.replace(os.sep, "/").lstrip("/")
-        if rel not in ("", ".") and self.patterns.match_file(rel + ("/" if folder else "")):
+        slash = "/" if folder else ""
+        if absolute.startswith(self.prefix):
+            rel = absolute[len(self.prefix) :]
+        else:
+            rel = "" if absolute == self.cwd else absolute.lstrip(os.sep)
+        patterns = self.patterns
+        if rel and patterns is not None and patterns.match_file(rel.replace(os.sep, "/") + slash):
             return True
-        if self.selection.respect_gitignore and self._gitignored(absolute, folder=folder):
-            return True
+        parent = os.path.dirname(absolute)
+        if self.selection.respect_gitignore:
+            for base, spec in self._ignore_chain(parent):
+                below = absolute[len(base) :].lstrip(os.sep).replace(os.sep, "/")
+                include = spec.check_file(below + slash).include
+                if include is not None:
+                    if include:
+                        return True
+                    break
         if not self.selection.default_excludes:
             return False
-        if folder:
-            return _helm_templates(absolute)
-        parent = os.path.dirname(absolute)
-        if any(_helm_templates(p) for p in _ancestors(parent)):
+        if self._in_helm_templates(absolute if folder else parent):
             return True
+        if folder:
+            return False
         if parent not in self._patches:
             self._patches[parent] = _patches(parent)
         return absolute in self._patches[parent]
 
-    def _gitignored(self, absolute: str, *, folder: bool) -> bool:
-        """Whether ``.gitignore`` files (and ``.git/info/exclude``) of the repository ignore it."""
-        for base in _ancestors(os.path.dirname(absolute)):
-            if base not in self._ignores:
-                self._ignores[base] = _gitignore(base)
-            spec = self._ignores[base]
-            if spec is not None:
-                rel = os.path.relpath(absolute, base).replace(os.sep, "/") + ("/" if folder else "")
-                include = spec.check_file(rel).include
-                if include is not None:
-                    return include
-            if os.path.exists(os.path.join(base, ".git")):
-                return False  # the repository's root: no .gitignore above it applies
-        return False
+    def _ignore_chain(self, folder: str) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+        """The ``.gitignore`` specs that apply in ``folder``, deepest first, up to the repo root."""
+        chain = self._ignores.get(folder)
+        if chain is None:
+            spec = _gitignore(folder)
+            chain = [(folder, spec)] if spec is not None else []
+            parent = os.path.dirname(folder)
+            if parent != folder and not os.path.exists(os.path.join(folder, ".git")):
+                chain = chain + self._ignore_chain(parent)
+            self._ignores[folder] = chain
+        return chain
+
+    def _in_helm_templates(self, folder: str) -> bool:
+        inside = self._helm.get(folder)
+        if inside is None:
+            parent = os.path.dirname(folder)
+            inside = _helm_templates(folder) or (
+                parent != folder and self._in_helm_templates(parent)
+            )
+            self._helm[folder] = inside
+        return inside
 
 
 def _ancestors(folder: str) -> Iterator[str]:
