@@ -314,3 +314,35 @@ def test_findings_point_at_their_lines_whatever_the_line_ends(tmp_path: Path, ne
         assert data.count(newline) > TCP.count("\n")
         assert "\n" not in data.replace("\r\n", "") or newline == "\r\n"
         assert cli(["check", str(path)])[0] == 0
+
+
+def test_items_of_nested_lists_are_checked_and_fixed(tmp_path: Path) -> None:
+    import yaml
+
+    cluster = yaml.safe_load(TCP)
+    inner = {"apiVersion": "v1", "kind": "List", "items": [cluster]}
+    path = tmp_path / "nested.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [inner]}))
+    code, out, _ = cli(["check", str(path), "-o", "json"])
+    assert code == 1
+    assert json.loads(out)["summary"]["resources"] == 1
+    assert cli(["fix", "-i", str(path)])[0] == 0
+    assert cli(["check", str(path)])[0] == 0
+
+
+def test_fix_reads_a_json_file_holding_yaml_as_check_does(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.json"
+    path.write_text(TCP)
+    assert cli(["check", str(path)])[0] == 1
+    assert cli(["fix", "-i", str(path)])[0] == 0
+    assert cli(["check", str(path)])[0] == 0
+
+
+def test_fix_that_cannot_rewrite_says_why_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    text = TCP.replace("metadata:\n", "metadata:\n  labels: {a: '1'}\n  labels: {b: '2'}\n", 1)
+    path.write_text(text)
+    code, _, err = cli(["fix", "-i", str(path)])
+    assert code == 2
+    assert err.splitlines()[0].startswith(f"error: {path}: cannot rewrite it: found duplicate key")
+    assert path.read_text() == text

@@ -103,17 +103,24 @@ def _helm_hint(source: Source) -> str:
     )
 
 
-def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
+_MAX_LIST_DEPTH = 32  # a List in a List ... deeper than this is read as one object
+
+
+def _objects(
+    source: Source, index: int, line: int, end: int, data: Any, *, prefix: str = ""
+) -> Iterator[Document]:
+    """The objects of one document: itself, or the items of a ``kind: List``, nested too."""
     if not isinstance(data, dict):
         # Empty, a list or a scalar: no Kubernetes object (a kustomize JSON patch, a
         # pre-commit hooks file, a report), skipped like every other document without Dask.
         return
-    if data.get("kind") == "List" and isinstance(data.get("items"), list):
-        for i, item in enumerate(data["items"]):
-            if isinstance(item, dict):
-                yield Document(source, index, line, item, end, f"/items/{i}")
+    items = data.get("items")
+    nested = prefix.count("/items/")
+    if data.get("kind") == "List" and isinstance(items, list) and nested < _MAX_LIST_DEPTH:
+        for i, item in enumerate(items):
+            yield from _objects(source, index, line, end, item, prefix=f"{prefix}/items/{i}")
         return
-    yield Document(source, index, line, data, end)
+    yield Document(source, index, line, data, end, prefix)
 
 
 def _refuse_bombs(root: Any, source: Source, line: int) -> None:

@@ -57,9 +57,8 @@ def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operati
     try:
         text = _render_json(source, patches) if source.is_json else _render_yaml(source, patches)
     except (RoundTripError, yaml.YAMLError, ValueError, RecursionError) as exc:
-        raise FileError(
-            source.display, f"cannot rewrite it: {str(exc).splitlines()[0]}", code=INVALID
-        ) from exc
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FileError(source.display, f"cannot rewrite it: {problem}", code=INVALID) from exc
     crlf = source.text.count("\r\n")
     if crlf and crlf == source.text.count("\n"):  # keep the file's CRLF line endings
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
@@ -80,7 +79,10 @@ def _render_yaml(source: Source, patches: dict[int, list[tuple[str, list[Operati
 
 
 def _render_json(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
-    data = json.loads(source.text)
+    try:
+        data = json.loads(source.text)
+    except json.JSONDecodeError:  # a .json file that holds YAML: check read it as YAML
+        return _render_yaml(source, patches)
     for prefix, ops in patches.get(0, []):
         apply_in_place(data, _prefixed(prefix, ops))
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
