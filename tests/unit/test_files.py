@@ -346,3 +346,9 @@ def test_fix_that_cannot_rewrite_says_why_in_one_line(tmp_path: Path) -> None:
     assert code == 2
     assert err.splitlines()[0].startswith(f"error: {path}: cannot rewrite it: found duplicate key")
     assert path.read_text() == text
+
+
+def test_a_file_reached_twice_is_read_once(tree: Path) -> None:
+    code, out, _ = cli(["check", "a.yaml", ".", "./a.yaml", "-o", "json"])
+    assert code == 1
+    assert json.loads(out)["summary"]["resources"] == 8

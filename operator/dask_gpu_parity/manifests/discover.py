@@ -61,6 +61,8 @@ class Selection:
 def discover(paths: Sequence[str], selection: Selection) -> Iterator[str | FileError]:
     """The files to read, in order (``-`` for stdin), and a FileError per unreadable folder.
 
+    A file reached twice (named, and inside a named folder) is read once.
+
     Raises:
         InputError: an empty path, or one that does not exist (usage errors: the command is
             wrong, not the repository).
@@ -71,6 +73,19 @@ def discover(paths: Sequence[str], selection: Selection) -> Iterator[str | FileE
         if name != STDIN and not os.path.lexists(name):
             raise InputError(f"{name}: no such file or directory")
     matcher = _Matcher(selection)
+    seen: set[str] = set()
+    for found in _found(paths, selection, matcher):
+        if isinstance(found, str) and found != STDIN:
+            key = os.path.realpath(found)
+            if key in seen:
+                continue
+            seen.add(key)
+        yield found
+
+
+def _found(
+    paths: Sequence[str], selection: Selection, matcher: _Matcher
+) -> Iterator[str | FileError]:
     for name in paths:
         if name == STDIN:
             shown = selection.stdin_filename
