@@ -37,5 +37,7 @@ EXPOSE 9443 8080 8081
 # kopf's liveness endpoint (the chart uses its own probes; this is for `docker run`).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8081/healthz', timeout=4)"]
-ENTRYPOINT ["dask-gpu-parity", "run"]
-CMD ["--tls-cert=/certs/tls.crt", "--tls-key=/certs/tls.key"]
+# The entrypoint is the CLI, so `docker run IMAGE check -` checks stdin; the default command runs
+# the operator, and the chart passes `run` and its flags as args.
+ENTRYPOINT ["dask-gpu-parity"]
+CMD ["run", "--tls-cert=/certs/tls.crt", "--tls-key=/certs/tls.key"]

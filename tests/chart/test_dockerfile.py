@@ -54,7 +54,9 @@ def test_dockerfile_shape():
     assert uid.isdigit()
     assert int(uid) >= 10000
     assert gid.isdigit()
-    assert final[-2] == ("ENTRYPOINT", '["dask-gpu-parity", "run"]')
+    assert final[-2] == ("ENTRYPOINT", '["dask-gpu-parity"]')  # the CLI: `IMAGE check -` works
+    assert final[-1][0] == "CMD"
+    assert final[-1][1].startswith('["run", ')
     assert [w for w, _ in final].index("USER") < [w for w, _ in final].index("ENTRYPOINT")
 
 
@@ -107,7 +109,7 @@ def test_dockerignore_lets_in_only_the_package():
     ]
     for path in ("pyproject.toml", "README.md", "LICENSE"):  # pyproject.toml names the last two
         assert not _ignored(path, patterns), path
-    assert not _ignored("operator/dask_gpu_parity/cli.py", patterns)
+    assert not _ignored("operator/dask_gpu_parity/cli/__init__.py", patterns)
     assert not _ignored("operator/dask_gpu_parity/core/data/dask_crds.json", patterns)
     for path in (
         ".venv/bin/python",
@@ -141,7 +143,7 @@ def test_install_steps_work_in_a_fresh_venv(tmp_path):
     (shims / "python").symlink_to(sys.executable)  # `python` as in the image
     copied = _build_context(src)
     assert "pyproject.toml" in copied
-    assert "operator/dask_gpu_parity/cli.py" in copied
+    assert "operator/dask_gpu_parity/cli/__init__.py" in copied
     assert not [c for c in copied if c.startswith(("tests/", "charts/", ".venv/"))]
     build, final = _instructions()
     for stage, cwd in ((build, src), (final, tmp_path)):

@@ -147,6 +147,7 @@ def test_operator_arguments(case):
     for component, deployment in by_component.items():
         (container,) = _pod(deployment)["containers"]
         args = container["args"]
+        assert args[0] == "run"  # the image's entrypoint is the CLI
         assert "--tls-cert=/certs/tls.crt" in args
         assert "--tls-key=/certs/tls.key" in args
         assert f"--port={values['operator']['webhookPort']}" in args

@@ -138,7 +138,10 @@ def test_fix_in_place_rewrites_only_dask_files(tmp_path: Path) -> None:
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     code, _, err = run(["fix", "--in-place", str(tmp_path)])
     assert code == 0
-    assert "fixed 1 file(s)" in err
+    assert err.splitlines() == [
+        f"fixed {tmp_path / 'gpu-cluster-tcp.yaml'}",
+        "1 file(s) fixed, 2 left unchanged",
+    ]
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after["cpu-cluster.yaml"] == before["cpu-cluster.yaml"]
     assert after["policy.yaml"] == before["policy.yaml"]
@@ -199,34 +202,45 @@ h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
         (b"kind: \xff\xfe", "not UTF-8 text"),
         (b"a: [unclosed\n", "invalid YAML"),
         (b"key: value\n  bad: indent\n", "invalid YAML"),
-        (b"- a\n- b\n", "document 1 is a list, not a Kubernetes object"),
-        (b"just a scalar\n", "document 1 is a str, not a Kubernetes object"),
         (BOMB, "YAML bomb"),
     ],
-    ids=["binary", "not-utf8", "unclosed", "bad-indent", "list", "scalar", "bomb"],
+    ids=["binary", "not-utf8", "unclosed", "bad-indent", "bomb"],
 )
 @pytest.mark.parametrize("command", ["check", "fix"])
-def test_bad_input_is_a_clear_usage_error(
+def test_bad_input_is_a_finding_of_its_file(
     tmp_path: Path, content: bytes, message: str, command: str
 ) -> None:
+    """check: an error finding (exit 1), in the report; fix: one line, exit 2, nothing written."""
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)
     code, out, err = run(
         [command, str(path), "--in-place"] if command == "fix" else [command, str(path)]
     )
-    assert code == 2
-    assert message in err
-    assert err.count("\n") == 1
     assert "Traceback" not in err + out
     assert path.read_bytes() == content
+    if command == "check":
+        assert code == 1
+        assert err == ""
+        assert message in out
+        assert out.count("\n") == 2  # the finding, the counts
+        assert "1 file(s) could not be checked" in out
+    else:
+        assert code == 2
+        assert message in err
+        assert err.splitlines()[0].startswith("error: ")
 
 
-def test_empty_file_is_fine(tmp_path: Path) -> None:
-    path = tmp_path / "empty.yaml"
-    path.write_text("")
+@pytest.mark.parametrize(
+    "content", ["", "- a\n- b\n", "just a scalar\n", "---\n- op: add\n---\n7\n"], ids=str
+)
+def test_documents_that_are_no_objects_are_skipped(tmp_path: Path, content: str) -> None:
+    """Empty, a list (a kustomize JSON patch, .pre-commit-hooks.yaml), a scalar: no manifest."""
+    path = tmp_path / "not-a-manifest.yaml"
+    path.write_text(content)
     code, out, _ = run(["check", str(path)])
     assert code == 0
     assert "in 0 Dask resource(s) of 0 document(s)" in out
+    assert run(["fix", str(path)])[1] == content
 
 
 def test_malformed_dask_cluster_is_a_finding_not_a_crash(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def test_contracts_hold_on_the_tree() -> None:
             id="core-imports-adapter",
         ),
         pytest.param(
-            "manifests/report.py",
+            "manifests/report/model.py",
             "from dask_gpu_parity.admission import decisions",
             "Layers",
             id="adapters-not-independent",

@@ -7,7 +7,6 @@ none of these raises on a value of the wrong type.
 from __future__ import annotations
 
 import marshal
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,6 @@ __all__ = [
     "copy_json",
     "deeper_than",
     "get_in",
-    "one_line",
     "truncate",
 ]
 
@@ -100,19 +98,3 @@ def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
 def truncate(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# C0 and C1 controls, DEL, line and paragraph separators, and the bidirectional overrides that
-# can make a terminal or a CI log show text other than what is there.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_BREAKS = re.compile(r"[ \t]*(?:\r\n|[\r\n])\s*")
-
-
-def one_line(text: str) -> str:
-    r"""``text`` on one line, with control characters escaped (``\x1b``, ``\u202e``).
-
-    Line breaks between words become spaces; every other control character is shown escaped,
-    so a message never injects a line, a colour or a CI command into what it is printed on.
-    """
-    text = _BREAKS.sub(" ", text.strip())
-    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)

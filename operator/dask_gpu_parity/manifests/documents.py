@@ -15,7 +15,7 @@ import yaml
 from dask_gpu_parity.core.plain import MAX_DEPTH, deeper_than
 
 from . import yaml11
-from .sources import InputError, Source
+from .sources import INVALID, FileError, Source
 
 __all__ = ["MAX_EXPANDED_NODES", "Document", "Loader", "Scope", "parse"]
 
@@ -43,10 +43,12 @@ class Document:
 
 
 def parse(source: Source) -> list[Document]:
-    """The objects of a source, in order; empty documents are left out.
+    """The objects of a source, in order.
+
+    Documents that are no object (empty, a list, a scalar) are left out: no Kubernetes object.
 
     Raises:
-        InputError: invalid YAML, a YAML bomb, or a document that is not an object.
+        FileError: invalid YAML or a YAML bomb (DGP901).
     """
     pieces = yaml11.split(source.text)
     if pieces is None:
@@ -81,38 +83,54 @@ def _parse_exact(source: Source, text: str, first_index: int) -> list[Document]:
             index += 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = source.display
-        if mark is not None:
-            where = f"{where}:{mark.line + 1}:{mark.column + 1}"
-        raise InputError(f"{where}: invalid YAML: {exc.problem or exc.context}") from exc
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+        message = f"invalid YAML: {exc.problem or exc.context}{_helm_hint(source)}"
+        raise FileError(source.display, message, code=INVALID, line=line, column=column) from exc
     except yaml.YAMLError as exc:
-        raise InputError(f"{source.display}: invalid YAML: {exc}") from exc
+        message = f"invalid YAML: {exc}{_helm_hint(source)}"
+        raise FileError(source.display, message, code=INVALID) from exc
     except RecursionError as exc:
-        raise InputError(f"{source.display}: YAML nested too deeply") from exc
+        raise FileError(source.display, "YAML nested too deeply", code=INVALID) from exc
     finally:
         loader.dispose()
     return documents
 
 
-def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
-    if data is None:
-        return
-    if deeper_than(data):
-        raise InputError(
-            f"{source.display}:{line}: document {index + 1} nests deeper than {MAX_DEPTH} "
-            "levels, which no Kubernetes object does: refusing to read it"
+def _helm_hint(source: Source) -> str:
+    if "{{" not in source.text:
+        return ""
+    return (
+        "; it looks like a Helm template: check the rendered chart "
+        "(helm template CHART | dask-gpu-parity check -) or exclude it"
+    )
+
+
+_MAX_LIST_DEPTH = 32  # a List in a List ... deeper than this is read as one object
+
+
+def _objects(
+    source: Source, index: int, line: int, end: int, data: Any, *, prefix: str = ""
+) -> Iterator[Document]:
+    """The objects of one document: itself, or the items of a ``kind: List``, nested too."""
+    if not prefix and deeper_than(data):
+        raise FileError(
+            source.display,
+            f"document {index + 1} nests deeper than {MAX_DEPTH} levels, which no Kubernetes "
+            "object does: refusing to read it",
+            code=INVALID,
+            line=line,
         )
     if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
-        raise InputError(
-            f"{source.display}:{line}: document {index + 1} is {kind}, not a Kubernetes object"
-        )
-    if data.get("kind") == "List" and isinstance(data.get("items"), list):
-        for i, item in enumerate(data["items"]):
-            if isinstance(item, dict):
-                yield Document(source, index, line, item, end, f"/items/{i}")
+        # Empty, a list or a scalar: no Kubernetes object (a kustomize JSON patch, a
+        # pre-commit hooks file, a report), skipped like every other document without Dask.
         return
-    yield Document(source, index, line, data, end)
+    items = data.get("items")
+    nested = prefix.count("/items/")
+    if data.get("kind") == "List" and isinstance(items, list) and nested < _MAX_LIST_DEPTH:
+        for i, item in enumerate(items):
+            yield from _objects(source, index, line, end, item, prefix=f"{prefix}/items/{i}")
+        return
+    yield Document(source, index, line, data, end, prefix)
 
 
 def _refuse_bombs(root: Any, source: Source, line: int) -> None:
@@ -134,17 +152,23 @@ def _refuse_bombs(root: Any, source: Source, line: int) -> None:
         if key in sizes:
             continue
         if key in walking:
-            raise InputError(
-                f"{source.display}:{line}: a YAML alias refers to a node that contains it: "
-                "Kubernetes objects cannot be recursive"
+            raise FileError(
+                source.display,
+                "a YAML alias refers to a node that contains it: Kubernetes objects cannot be "
+                "recursive",
+                code=INVALID,
+                line=line,
             )
         walking.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
     if sizes[id(root)] > MAX_EXPANDED_NODES:
-        raise InputError(
-            f"{source.display}:{line}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} "
-            "nodes (a YAML bomb?): refusing to read it"
+        raise FileError(
+            source.display,
+            f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a YAML bomb?): "
+            "refusing to read it",
+            code=INVALID,
+            line=line,
         )
 
 

@@ -26,7 +26,7 @@ def locate(document: Document, ptr: str) -> int:
         end = full.rfind("/", 0, end)
     end = max(end, 0)
     found, scope = memo[full[:end]] if end else (document.line, _document_scope(document))
-    text = document.source.text
+    text = document.source.walk_text
     while end < len(full):
         nxt = full.find("/", end + 1)
         nxt = len(full) if nxt < 0 else nxt

@@ -1,30 +1,37 @@
 """Writing fixes: the engine's JSON Patch replayed onto the documents that changed.
 
-Only changed documents are re-serialised (ruamel.yaml round trip), so comments, key order and
-every other document stay byte for byte; files are replaced atomically.
+Only changed documents are re-serialised (ruamel.yaml round trip), so comments, key order,
+line endings and every other document stay byte for byte. Files are replaced as careful
+formatters replace them (the README's "fix --in-place" section compares ruff and prettier):
+through symlinks, keeping mode, owner and hard links, atomically where the folder allows, and
+never leaving a temporary file behind on an error or a signal that can be caught.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
 import os
 import re
+import signal
 import tempfile
-from pathlib import Path
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError as RoundTripError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from dask_gpu_parity.core.patch import Operation, apply_in_place
 
 from .documents import Loader
-from .sources import BREAK, BREAKS, InputError, Source
+from .sources import BREAK, BREAKS, INVALID, FileError, Source
 
-__all__ = ["render_fixed", "write_in_place"]
+__all__ = ["Signalled", "render_fixed", "signals_raise", "write_in_place"]
 
 
 def _document_starts(source: Source) -> list[int]:
@@ -47,8 +54,20 @@ def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operati
     """
     if not any(ops for items in patches.values() for _, ops in items):
         return source.text
-    if source.name.endswith(".json"):
-        return _render_json(source, patches)
+    try:
+        text = _render_json(source, patches) if source.is_json else _render_yaml(source, patches)
+    except (RoundTripError, yaml.YAMLError, ValueError, RecursionError) as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FileError(source.display, f"cannot rewrite it: {problem}", code=INVALID) from exc
+    crlf = source.text.count("\r\n")
+    if crlf and crlf == source.text.count("\n"):  # keep the file's CRLF line endings
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    elif "\r" in source.text and "\n" not in source.text:  # and CR-only ones
+        text = text.replace("\n", "\r")
+    return text
+
+
+def _render_yaml(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
     lines = _LINE.findall(source.text)
     starts = [*_document_starts(source), len(lines)]
     out: list[str] = []
@@ -60,10 +79,10 @@ def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operati
 
 
 def _render_json(source: Source, patches: dict[int, list[tuple[str, list[Operation]]]]) -> str:
-    try:  # NaN and Infinity are no JSON: Python's reader takes them, the YAML reader did not
+    try:  # NaN and Infinity are no JSON (Python's reader takes them; check read them as YAML)
         data = json.loads(source.text, parse_constant=_no_constant)
-    except ValueError as exc:
-        raise InputError(f"{source.display}: not JSON that can be rewritten: {exc}") from exc
+    except ValueError:  # a .json file that holds YAML: check read it as YAML
+        return _render_yaml(source, patches)
     for prefix, ops in patches.get(0, []):
         apply_in_place(data, _prefixed(prefix, ops))
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -144,16 +163,83 @@ def _indentation(text: str) -> tuple[int, int, int]:
     return mapping, max(sequence, offset + 2), max(offset, 0)
 
 
-def write_in_place(path: str, text: str) -> None:
-    """Replace a file atomically (a temporary file beside it, then rename), keeping its mode."""
-    target = Path(path)
-    mode = target.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+class Signalled(BaseException):  # a signal, like KeyboardInterrupt
+    """A catchable termination signal (SIGTERM, SIGHUP) raised where the program was."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Signalled` while the block runs (main thread only).
+
+    So the ``except BaseException`` of :func:`write_in_place` removes its temporary file on them
+    as on Ctrl-C. SIGKILL cannot be caught: the temporary file's name starts with the target's
+    and ends in ``.dgp-tmp`` so that it can be found.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise Signalled(signum)
+
+    wanted = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {sig: signal.signal(sig, handler) for sig in wanted}
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def write_in_place(path: str, text: str) -> str:
+    """Replace a file's content; return how (``replaced`` or ``overwritten``).
+
+    A symlink is followed: its target changes, the link stays. The new content goes to a
+    temporary file beside the target, which gets the target's mode and owner and is renamed over
+    it (atomic: a crash leaves the old file or the new one). Where that would change the file
+    beyond its content, the file is overwritten in place, as ruff format and prettier always do:
+    a file with several hard links (a rename would split them), an owner that cannot be given to
+    a new file, a folder that cannot be written.
+    """
+    target = os.path.realpath(path)
+    info = os.stat(target)
+    data = text.encode("utf-8")
+    if info.st_nlink > 1:
+        _overwrite(target, data)
+        return "overwritten"
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=".dgp-tmp", dir=os.path.dirname(target)
+        )
+    except PermissionError:
+        _overwrite(target, data)
+        return "overwritten"
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, info.st_mode & 0o7777)
+        if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except PermissionError:
+                os.unlink(tmp)
+                _overwrite(target, data)
+                return "overwritten"
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
+    return "replaced"
+
+
+def _overwrite(target: str, data: bytes) -> None:
+    with open(target, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()

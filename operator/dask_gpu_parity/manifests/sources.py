@@ -1,4 +1,9 @@
-"""Reading inputs: files, folders, stdin; size-capped, UTF-8, with YAML's line numbering."""
+"""Reading inputs: files and stdin; size-capped, UTF-8, with YAML's line numbering.
+
+Every read is bounded: at most :data:`MAX_BYTES` are read from a file, a device or stdin,
+whatever size the file claims. A file that cannot be read is a :class:`FileError`, which the CLI
+reports as a finding of its own while it goes on with the other files.
+"""
 
 from __future__ import annotations
 
@@ -7,30 +12,60 @@ import io
 import itertools
 import re
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["BREAK", "BREAKS", "MAX_BYTES", "InputError", "Source", "read"]
+__all__ = [
+    "BREAK",
+    "BREAKS",
+    "INVALID",
+    "MAX_BYTES",
+    "UNREADABLE",
+    "FileError",
+    "InputError",
+    "Source",
+    "read_source",
+]
 
-_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_BYTES = 64 * 2**20
+UNREADABLE, INVALID = "DGP900", "DGP901"  # the finding codes of FileError (docs/findings.md)
 # The line breaks of YAML 1.1 (str.splitlines also splits on form feeds and more).
 BREAKS = "\\r\\n\\x85\\u2028\\u2029"  # as a regex class body
 BREAK = re.compile(rf"\r\n|[{BREAKS}]")
 _NOT_YAML_BREAK = re.compile("[\v\f\x1c-\x1e]")  # line breaks to str.splitlines only
+_ONE_CHAR_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")  # YAML line breaks other than \n
+_CHUNK = 2**20
 
 
 class InputError(Exception):
-    """Input that cannot be read: the message is one line a user can act on."""
+    """A usage error (exit 2): the message is one line a user can act on."""
+
+
+class FileError(InputError):
+    """One input that cannot be checked: a finding (``code``) about ``file``; the others go on.
+
+    Raised where a file is an argument of its own (``--policy``), it is a usage error like any
+    other, and its message names the file and line.
+    """
+
+    def __init__(
+        self, file: str, message: str, *, code: str = UNREADABLE, line: int = 0, column: int = 0
+    ):
+        self.file, self.detail, self.code, self.line = file, message, code, line
+        where = file + (f":{line}" if line else "") + (f":{column}" if line and column else "")
+        super().__init__(f"{where}: {message}")
 
 
 @dataclass(frozen=True)
 class Source:
-    """One input: a file (``name`` is its path) or stdin (``name`` is ``-``)."""
+    """One input: a file (``name`` is its path) or stdin (``name`` is ``-``).
+
+    ``label`` is the name stdin is reported under (``--stdin-filename``).
+    """
 
     name: str
     text: str
+    label: str = ""
 
     @functools.cached_property
     def line_starts(self) -> list[int]:
@@ -44,47 +79,64 @@ class Source:
             starts.pop()  # the text's end is no line start
         return starts
 
+    @functools.cached_property
+    def walk_text(self) -> str:
+        r"""The text with every one-character line break as ``\n``, for the line walk of locate.
+
+        The offsets are the same; a file with CR line ends then has its many lines there too.
+        """
+        text = self.text
+        if "\r" not in text and text.isascii():
+            return text
+        return _ONE_CHAR_BREAK.sub("\n", text)
+
     @property
     def display(self) -> str:
         """The name shown in reports."""
-        return "<stdin>" if self.name == "-" else self.name
+        return self.label or ("<stdin>" if self.name == "-" else self.name)
+
+    @property
+    def is_json(self) -> bool:
+        """Whether the input is a ``.json`` file (any case), so ``fix`` writes JSON back."""
+        return self.display.lower().endswith(".json")
 
 
-def read(paths: Sequence[str], stdin: io.BufferedIOBase | None = None) -> list[Source]:
-    """Read files, folders (recursively: ``*.yaml``, ``*.yml``, ``*.json``) and ``-`` (stdin)."""
-    sources: list[Source] = []
-    for name in paths:
-        if name == "-":
-            raw = (stdin or sys.stdin.buffer).read()
-            sources.append(Source("-", _decode(raw, "<stdin>")))
-            continue
-        path = Path(name)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
-            sources.extend(_read_file(p) for p in files)
-        elif path.exists():
-            sources.append(_read_file(path))
-        else:
-            raise InputError(f"{name}: no such file or directory")
-    return sources
+def read_source(name: str, *, label: str = "", stdin: BinaryIO | None = None) -> Source:
+    """Read one file, or stdin for ``-``, at most :data:`MAX_BYTES` of it.
 
-
-def _read_file(path: Path) -> Source:
+    Raises:
+        FileError: the input cannot be read, is too large, binary or not UTF-8.
+    """
+    shown = label or ("<stdin>" if name == "-" else name)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise InputError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; split it")
-        raw = path.read_bytes()
+        if name == "-":
+            raw = _bounded(stdin or sys.stdin.buffer, shown)
+        else:
+            with open(name, "rb") as handle:
+                raw = _bounded(handle, shown)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
-    return Source(str(path), _decode(raw, str(path)))
+        raise FileError(shown, f"cannot read: {exc.strerror or exc}") from exc
+    return Source(name, _decode(raw, shown), label)
+
+
+def _bounded(handle: BinaryIO | io.BufferedIOBase, shown: str) -> bytes:
+    """At most MAX_BYTES of a stream; more is an error, whatever the file's size says."""
+    parts: list[bytes] = []
+    total = 0
+    while chunk := handle.read(min(_CHUNK, MAX_BYTES + 1 - total)):
+        parts.append(chunk)
+        total += len(chunk)
+        if total > MAX_BYTES:
+            raise FileError(shown, f"larger than {MAX_BYTES // 2**20} MiB: split it")
+    return b"".join(parts)
 
 
 def _decode(raw: bytes, name: str) -> str:
     if b"\x00" in raw:
-        raise InputError(f"{name}: binary data, not YAML or JSON text")
+        raise FileError(name, "binary data, not YAML or JSON text")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{name}: not UTF-8 text (byte {exc.start}): YAML and JSON manifests must be UTF-8"
+        raise FileError(
+            name, f"not UTF-8 text (byte {exc.start}): YAML and JSON manifests must be UTF-8"
         ) from exc

@@ -1,0 +1,141 @@
+"""What ``check`` and ``fix`` read: the inputs file by file, the policy, the node inventory."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from dask_gpu_parity.core.engine import Result, evaluate
+from dask_gpu_parity.core.inventory import Inventory
+from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.core.policy import Policy, PolicyError, load
+from dask_gpu_parity.core.resources import DaskResource, view
+from dask_gpu_parity.manifests import (
+    STDIN,
+    Document,
+    FileError,
+    InputError,
+    Selection,
+    Source,
+    discover,
+    parse,
+    read_source,
+)
+
+__all__ = ["Checked", "Inputs", "evaluate_all", "load_inputs", "load_inventory", "load_policy"]
+
+
+@dataclass
+class Checked:
+    """One Dask document and what the engine made of it."""
+
+    document: Document
+    dask: DaskResource
+    result: Result
+
+
+@dataclass
+class Inputs:
+    """The inputs that could be read (with their documents) and those that could not."""
+
+    parsed: list[tuple[Source, list[Document]]] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+
+    @property
+    def documents(self) -> list[Document]:
+        """Every document of every readable input, in order."""
+        return [d for _, docs in self.parsed for d in docs]
+
+
+def selection(args: argparse.Namespace) -> Selection:
+    """The file selection the flags ask for."""
+    return Selection(
+        exclude=tuple(args.exclude),
+        default_excludes=not args.no_default_excludes,
+        respect_gitignore=not args.no_respect_gitignore,
+        force_exclude=args.force_exclude,
+        stdin_filename=args.stdin_filename,
+    )
+
+
+def _sources(args: argparse.Namespace) -> Iterator[Source | FileError]:
+    if args.paths.count(STDIN) > 1:
+        raise InputError("- (stdin) can be read only once: name it once")
+    for name in discover(args.paths, selection(args)):
+        if isinstance(name, FileError):
+            yield name
+            continue
+        try:
+            yield read_source(name, label=args.stdin_filename if name == STDIN else "")
+        except FileError as exc:
+            yield exc
+
+
+def load_inputs(args: argparse.Namespace) -> Inputs:
+    """Every input of the command line, read and parsed; a FileError per one that failed."""
+    inputs = Inputs()
+    for source in _sources(args):
+        if isinstance(source, FileError):
+            inputs.errors.append(source)
+            continue
+        try:
+            inputs.parsed.append((source, parse(source)))
+        except FileError as exc:
+            inputs.errors.append(exc)
+    return inputs
+
+
+def _documents(path: str) -> list[Document]:
+    if not path:
+        raise InputError('an empty path ("") names no file')
+    return parse(read_source(path))
+
+
+def load_policy(args: argparse.Namespace) -> Policy | None:
+    """The ``--policy`` file's DaskGPUPolicy (any error is a usage error), with the flags' say.
+
+    ``--extended-resource-toleration`` overrides the policy's setting (or the defaults').
+    """
+    path, ert = args.policy, args.extended_resource_toleration
+    if path is None:
+        return None if ert is None else Policy(extended_resource_toleration=ert)
+    policies = [d for d in _documents(path) if d.data.get("kind") == "DaskGPUPolicy"]
+    if len(policies) != 1:
+        raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
+    try:
+        policy = load(policies[0].data)
+    except PolicyError as exc:
+        raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
+    return policy if ert is None else replace(policy, extended_resource_toleration=ert)
+
+
+def load_inventory(path: str | None) -> Inventory | None:
+    """The ``--nodes`` file's Nodes (any error is a usage error)."""
+    if path is None:
+        return None
+    nodes = [d.data for d in _documents(path) if d.data.get("kind") == "Node"]
+    if not nodes:
+        raise InputError(f"{path}: no Node objects (expected `kubectl get nodes -o yaml` output)")
+    return Inventory.from_nodes(nodes)
+
+
+def evaluate_all(
+    documents: list[Document], policy: Policy | None, inventory: Inventory | None
+) -> list[Checked]:
+    """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
+    dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
+    clusters = {
+        (dask.namespace, dask.name): doc.data
+        for doc, dask in dask_documents
+        if dask.kind == "DaskCluster"
+    }
+    checked = []
+    for doc, dask in dask_documents:
+        cluster = None
+        if dask.kind == "DaskWorkerGroup":
+            name = as_map(doc.data.get("spec")).get("cluster")
+            cluster = clusters.get((dask.namespace, name)) if isinstance(name, str) else None
+        result = evaluate(doc.data, policy, inventory, cluster=cluster)
+        checked.append(Checked(doc, dask, result))
+    return checked
