@@ -107,6 +107,9 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
     """A kopf registry with this operator's handlers, bound to ``state``."""
     reg = kopf.OperatorRegistry()
     options = state.options
+    # A registry of its own has none of kopf's default handlers: log in as kopf would with the
+    # Kubernetes client installed (in-cluster service account, else the kubeconfig).
+    kopf.on.login(registry=reg)(kopf.login_via_client)
 
     @kopf.on.startup(registry=reg)
     def configure(settings: kopf.OperatorSettings, **kwargs: Any) -> None:
