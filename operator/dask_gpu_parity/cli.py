@@ -23,8 +23,9 @@ from .core.engine import Result, evaluate
 from .core.findings import Severity
 from .core.inventory import Inventory
 from .core.plain import as_map
-from .core.policy import Policy, PolicyError, load
+from .core.policy import Delivery, Policy, PolicyError, load, with_verifier
 from .core.resources import DaskResource, view
+from .core.verifier import default_probe_image
 from .manifests import Document, InputError, locate, parse, read, render_fixed, write_in_place
 from .manifests.report import FORMATS, Located, render, resource_label, summary
 
@@ -53,6 +54,19 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--policy", metavar="FILE", help="a DaskGPUPolicy manifest")
         sub.add_argument(
             "--nodes", metavar="FILE", help="`kubectl get nodes -o yaml` output: placement rules"
+        )
+        verifier = sub.add_argument_group("verifier (override the policy's spec.verifier)")
+        verifier.add_argument(
+            "--verifier",
+            choices=[d.value for d in Delivery],
+            help="reference: copy the probe from the probe image (default); inline: embed it",
+        )
+        image = verifier.add_mutually_exclusive_group()
+        image.add_argument("--probe-image", metavar="REF", help="the probe image, by tag or digest")
+        image.add_argument(
+            "--probe-registry",
+            metavar="HOST[/PATH]",
+            help=f"a mirror registry for this release's probe image, {default_probe_image()}",
         )
 
     check = commands.add_parser("check", help="report parity findings in manifests")
@@ -102,17 +116,33 @@ class _Checked:
     result: Result
 
 
-def _load_policy(path: str | None) -> Policy | None:
-    if path is None:
-        return None
-    documents = [d for s in read([path]) for d in parse(s)]
-    policies = [d for d in documents if d.data.get("kind") == "DaskGPUPolicy"]
-    if len(policies) != 1:
-        raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
+def _load_policy(args: argparse.Namespace) -> Policy | None:
+    policy = None
+    if args.policy is not None:
+        documents = [d for s in read([args.policy]) for d in parse(s)]
+        policies = [d for d in documents if d.data.get("kind") == "DaskGPUPolicy"]
+        if len(policies) != 1:
+            raise InputError(f"{args.policy}: expected one DaskGPUPolicy, found {len(policies)}")
+        try:
+            policy = load(policies[0].data)
+        except PolicyError as exc:
+            raise InputError(f"{args.policy}: invalid DaskGPUPolicy: {exc}") from exc
+    if args.verifier is None and args.probe_image is None and args.probe_registry is None:
+        return policy
     try:
-        return load(policies[0].data)
+        return with_verifier(
+            policy or Policy(),
+            delivery=args.verifier,
+            image=args.probe_image,
+            registry=args.probe_registry,
+        )
     except PolicyError as exc:
-        raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
+        field, _, message = str(exc).partition(": ")
+        flag = {
+            "spec.verifier.image": "--probe-image",
+            "spec.verifier.registry": "--probe-registry",
+        }
+        raise InputError(f"{flag.get(field, '--verifier')}: {message}") from exc
 
 
 def _load_inventory(path: str | None) -> Inventory | None:
@@ -145,7 +175,7 @@ def _evaluate_all(
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    policy, inventory = _load_policy(args.policy), _load_inventory(args.nodes)
+    policy, inventory = _load_policy(args), _load_inventory(args.nodes)
     sources = read(args.paths)
     documents = [d for s in sources for d in parse(s)]
     checked = _evaluate_all(documents, policy, inventory)
@@ -175,7 +205,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 def _fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.in_place and "-" in args.paths:
         raise InputError("fix: --in-place cannot rewrite stdin; drop - or --in-place")
-    policy, inventory = _load_policy(args.policy), _load_inventory(args.nodes)
+    policy, inventory = _load_policy(args), _load_inventory(args.nodes)
     sources = read(args.paths)
     parsed = [(source, parse(source)) for source in sources]
     checked = _evaluate_all([d for _, docs in parsed for d in docs], policy, inventory)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dask_gpu_parity.core.verifier import default_probe_image
 from tests.controlplane import K8S_VERSION
 from tests.controlplane.cluster import free_port
 from tests.controlplane.kubeconfig import get
@@ -304,7 +305,9 @@ def test_install_parity_upgrade_uninstall_under_the_chart_service_account(
         )["spec"]["scheduler"]["spec"]
         limits = scheduler["containers"][0]["resources"]["limits"]
         assert limits["nvidia.com/gpu"] in ("1", 1)
-        assert [c["name"] for c in scheduler.get("initContainers", [])] == ["gpu-parity-check"]
+        probe, check = scheduler["initContainers"]
+        assert (probe["name"], check["name"]) == ("gpu-parity-probe", "gpu-parity-check")
+        assert probe["image"] == default_probe_image()  # the chart's policy, as the CLI names it
 
         # -- kubectl auth can-i: the verbs used, and not more -------------------------------
         spaces = {"ns": ns, "work": work}

@@ -8,11 +8,16 @@ import copy
 import pytest
 
 from dask_gpu_parity.admission import decisions
-from dask_gpu_parity.admission.configurations import WebhookValues, configurations
+from dask_gpu_parity.admission.configurations import (
+    WebhookValues,
+    configurations,
+    match_conditions,
+)
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import apply_in_place
 from dask_gpu_parity.core.policy import Mode, Policy, load, select
+from dask_gpu_parity.names import SKIP_ANNOTATION
 
 from .helpers import cluster, example, nodes
 
@@ -198,3 +203,26 @@ def test_webhook_configurations(url: str | None) -> None:
             assert webhook["clientConfig"]["service"]["path"] == f"/{handler}"
         excluded = webhook["namespaceSelector"]["matchExpressions"][0]
         assert excluded["values"] == ["kube-system"]
+
+
+def test_match_conditions_keep_what_needs_no_answer_away() -> None:
+    """CPU-only and opted-out Dask resources never reach the operator (CEL in the API server).
+
+    The conditions' behaviour is checked against the real API server in the e2e test
+    ``tests/e2e/admission/test_match_conditions.py``.
+    """
+    values = WebhookValues(ca_bundle=b"CA", url="https://127.0.0.1:9443")
+    for config in configurations(values):
+        for webhook in config["webhooks"]:
+            plural = webhook["rules"][0]["resources"][0]
+            assert webhook["matchConditions"] == match_conditions(plural)
+            (gpu, skip) = webhook["matchConditions"]
+            worker = (
+                "object.spec.cluster.spec.worker" if plural == "daskjobs" else "object.spec.worker"
+            )
+            assert f"{worker}.spec.containers.exists(c," in gpu["expression"]
+            assert "'nvidia.com/gpu'" in gpu["expression"]
+            assert SKIP_ANNOTATION in skip["expression"]
+    before = WebhookValues(ca_bundle=b"CA", url="https://127.0.0.1:9443", match_conditions=False)
+    for config in configurations(before):
+        assert all("matchConditions" not in w for w in config["webhooks"])

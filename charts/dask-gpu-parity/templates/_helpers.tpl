@@ -79,6 +79,39 @@ app.kubernetes.io/part-of: dask-gpu-parity
 {{- end }}
 {{- end }}
 
+{{- /* The probe image, by the release's tag (and digest when set): the default policy's. */ -}}
+{{- define "dgp.probeImage" -}}
+{{- $tag := default .Chart.AppVersion .Values.probeImage.tag }}
+{{- if .Values.probeImage.digest }}
+{{- printf "%s:%s@%s" .Values.probeImage.repository $tag .Values.probeImage.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.probeImage.repository $tag }}
+{{- end }}
+{{- end }}
+
 {{- define "dgp.policyName" -}}
 {{- default (include "dgp.fullname" .) .Values.policy.name }}
+{{- end }}
+
+{{- /*
+The CEL matchConditions of one webhook, for the resource (plural) it admits: the API server calls
+the operator only for Dask resources whose workers request a GPU and that are not annotated
+gpuparity.dask.org/skip=true. Built exactly as admission/configurations.py builds them (a test
+compares); the user's webhook.matchConditions follow.
+*/ -}}
+{{- define "dgp.matchConditions" -}}
+{{- $spec := index (dict "daskclusters" "object.spec.worker.spec" "daskjobs" "object.spec.cluster.spec.worker.spec" "daskworkergroups" "object.spec.worker.spec") .plural -}}
+{{- $parts := splitList "." (printf "%s.containers" $spec) -}}
+{{- $has := list -}}
+{{- range $i, $_ := $parts }}{{ if gt $i 0 }}{{ $has = append $has (printf "has(%s)" (join "." (slice $parts 0 (add1 $i)))) }}{{ end }}{{ end -}}
+{{- $gpu := "k == 'nvidia.com/gpu' || k == 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-')" -}}
+{{- $workers := printf "%s && type(%s.containers) == list && %s.containers.exists(c, type(c) == map && has(c.resources) && type(c.resources) == map && ['limits', 'requests'].exists(s, s in c.resources && type(c.resources[s]) == map && c.resources[s].exists(k, %s)))" (join " && " $has) $spec $spec $gpu -}}
+{{- $skip := "!(has(object.metadata.annotations) && 'gpuparity.dask.org/skip' in object.metadata.annotations && object.metadata.annotations['gpuparity.dask.org/skip'].lowerAscii() == 'true')" -}}
+- name: gpu-workers
+  expression: {{ $workers | toJson }}
+- name: not-opted-out
+  expression: {{ $skip | toJson }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}

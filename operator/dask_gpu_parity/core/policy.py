@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from dask_gpu_parity.names import POLICY_API_VERSION, POLICY_KIND
@@ -20,16 +20,23 @@ from .gpu import is_gpu_resource, parse_quantity
 from .labels import LabelSelector
 
 __all__ = [
+    "Delivery",
     "Mode",
     "Placement",
     "Policy",
     "PolicyError",
     "load",
     "select",
+    "with_verifier",
 ]
 
 _E = TypeVar("_E", bound=enum.StrEnum)
 _CC = re.compile(r"^\d+\.\d+$")
+# An image reference pinned to a tag or a digest (docker's reference grammar, loosely).
+_NAME = r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+_TAG, _DIGEST = r":\w[\w.-]{0,127}", r"@sha256:[0-9a-f]{64}"
+_PINNED = re.compile(rf"^{_NAME}(?:{_TAG}|{_DIGEST}|{_TAG}{_DIGEST})$")
+_REGISTRY = re.compile(rf"^{_NAME}/?$")  # a mirror: host[:port][/path]
 
 
 class PolicyError(ValueError):
@@ -43,6 +50,13 @@ class Mode(enum.StrEnum):
     WARN = "warn"  # mutate, never deny: remaining errors become warnings
     AUDIT = "audit"  # never mutate, never deny: report only
     OFF = "off"  # do nothing
+
+
+class Delivery(enum.StrEnum):
+    """How the probe reaches the ``gpu-parity-check`` init container (docs/probe.md)."""
+
+    REFERENCE = "reference"  # copied from the probe image into an emptyDir (default)
+    INLINE = "inline"  # its source embedded in the manifest (no image to pull)
 
 
 class Placement(enum.StrEnum):
@@ -67,7 +81,9 @@ class Policy:
     scheduler_node_selector: tuple[tuple[str, str], ...] = ()
     placement: Placement = Placement.PIN_DRIVER_CLASS
     verifier_enabled: bool = True
-    verifier_image: str | None = None
+    verifier_delivery: Delivery = Delivery.REFERENCE
+    verifier_image: str | None = None  # the probe image; default: this release's
+    verifier_registry: str | None = None  # a mirror for this release's probe image
     verifier_min_compute_capability: str | None = None
     verifier_expect_driver: bool = True
     verifier_cpu: str = "100m"
@@ -111,7 +127,15 @@ def load(manifest: Any) -> Policy:
     verifier = _mapping(spec.get("verifier", {}), "spec.verifier")
     _no_unknown(
         verifier,
-        {"enabled", "image", "minComputeCapability", "expectDriverVersion", "resources"},
+        {
+            "enabled",
+            "delivery",
+            "image",
+            "registry",
+            "minComputeCapability",
+            "expectDriverVersion",
+            "resources",
+        },
         "spec.verifier",
     )
     resources = _mapping(verifier.get("resources", {}), "spec.verifier.resources")
@@ -136,6 +160,7 @@ def load(manifest: Any) -> Policy:
         raise PolicyError(
             f'spec.verifier.minComputeCapability: expected MAJOR.MINOR like "8.0", found {min_cc!r}'
         )
+    image, registry = _probe_image(verifier)
     name = metadata.get("name")
     return Policy(
         name=name if isinstance(name, str) and name else "unnamed",
@@ -156,7 +181,13 @@ def load(manifest: Any) -> Policy:
             "spec.placement.strategy",
         ),
         verifier_enabled=_bool(verifier.get("enabled", True), "spec.verifier.enabled"),
-        verifier_image=_optional_str(verifier.get("image"), "spec.verifier.image"),
+        verifier_delivery=_enum(
+            Delivery,
+            verifier.get("delivery", defaults.verifier_delivery.value),
+            "spec.verifier.delivery",
+        ),
+        verifier_image=image,
+        verifier_registry=registry,
         verifier_min_compute_capability=min_cc,
         verifier_expect_driver=_bool(
             verifier.get("expectDriverVersion", True), "spec.verifier.expectDriverVersion"
@@ -167,6 +198,56 @@ def load(manifest: Any) -> Policy:
         ),
         drift_repair=_bool(drift.get("repair", False), "spec.drift.repair"),
     )
+
+
+def with_verifier(
+    policy: Policy,
+    *,
+    delivery: str | None = None,
+    image: str | None = None,
+    registry: str | None = None,
+) -> Policy:
+    """``policy`` with the verifier's delivery or probe image overridden (CLI flags), validated.
+
+    Raises:
+        PolicyError: naming the setting, as :func:`load` would.
+    """
+    verifier: dict[str, Any] = {
+        "image": policy.verifier_image,
+        "registry": policy.verifier_registry,
+    }
+    if image is not None or registry is not None:  # one replaces the other
+        verifier = {"image": image, "registry": registry}
+    image, registry = _probe_image(verifier)
+    return replace(
+        policy,
+        verifier_delivery=_enum(
+            Delivery, delivery or policy.verifier_delivery.value, "spec.verifier.delivery"
+        ),
+        verifier_image=image,
+        verifier_registry=registry,
+    )
+
+
+def _probe_image(verifier: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    image = _optional_str(verifier.get("image"), "spec.verifier.image")
+    registry = _optional_str(verifier.get("registry"), "spec.verifier.registry")
+    if image is not None and registry is not None:
+        raise PolicyError(
+            "spec.verifier.registry: set either image (a whole reference) or registry (a mirror "
+            "of this release's probe image), not both"
+        )
+    if image is not None and not _PINNED.match(image):
+        raise PolicyError(
+            f"spec.verifier.image: expected an image reference with a tag or a digest, like "
+            f'"registry.example.com/dask-gpu-parity-probe:0.2.0", found {image!r}'
+        )
+    if registry is not None and not _REGISTRY.match(registry):
+        raise PolicyError(
+            f"spec.verifier.registry: expected a registry host and optional path, like "
+            f'"registry.example.com/mirror", found {registry!r}'
+        )
+    return image, registry
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
