@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dask_gpu_parity import __version__, probe
+from dask_gpu_parity.admission.drift import Tracker
 from dask_gpu_parity.core import schema, verifier
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
@@ -420,3 +421,18 @@ def test_with_verifier_overrides_image_and_registry_together() -> None:
     policy = with_verifier(Policy(verifier_registry="r.example"), image="x.example/p:2")
     assert (policy.verifier_image, policy.verifier_registry) == ("x.example/p:2", None)
     assert with_verifier(policy, delivery="inline").verifier_image == "x.example/p:2"
+
+
+def test_an_earlier_releases_verifier_in_a_running_scheduler_is_not_drift() -> None:
+    """An upgrade must not report (or, with repair on, restart) every running scheduler."""
+    cluster_doc = cluster()
+    old = previous_release(cluster_doc)
+    deployment = {
+        "metadata": {"name": "c-scheduler", "namespace": "ns", "generation": 1, "uid": "u"},
+        "spec": {"template": {"spec": get_in(old, SCHED)}},
+    }
+    assert Tracker().check(cluster_doc, deployment, Policy(), None) is None
+    get_in(deployment, ("spec", "template", "spec", "containers", 0))["resources"] = {}
+    report = Tracker().check(cluster_doc, deployment, Policy(), None)
+    assert report is not None
+    assert [f.code for f in report.findings] == ["DGP001"]  # a real drift still is
