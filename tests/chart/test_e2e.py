@@ -293,7 +293,7 @@ def test_install_parity_upgrade_uninstall_under_the_chart_service_account(
 
         _wait_for(ucx_denied, 180, "gpu-cluster-ucx.yaml denied (DGP013)")
         denied = _dry_run_create(cluster, work, "gpu-cluster-ucx.yaml").stderr
-        assert 'admission webhook "validate-daskcluster.gpuparity.dask.org"' in denied
+        assert 'admission webhook "mutate-daskcluster.gpuparity.dask.org"' in denied
         assert "DGP013" in denied
         # ... and the TCP example is created with a GPU on its scheduler.
         created = cluster.kubectl(

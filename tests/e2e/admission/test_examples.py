@@ -18,7 +18,8 @@ from tests.controlplane.parity import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 A100 = POOLS["a100"]
-DENIED = 'admission webhook "validate-daskcluster.gpuparity.dask.org" denied the request'
+# The mutating webhook denies what it cannot fix: validation is not called on its result.
+DENIED = 'admission webhook "mutate-daskcluster.gpuparity.dask.org" denied the request'
 
 
 def _ours(warnings: list[str]) -> list[str]:
