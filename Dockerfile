@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# The dask-gpu-parity operator image: `docker build -t dask-gpu-parity .`
+# The dask-gpu-parity operator image, `docker build -t dask-gpu-parity .`, and the probe image,
+# `docker build --target probe -t dask-gpu-parity-probe .`.
 #
 # Stage 1 builds the package as a wheel; the final stage installs that wheel (with the
 # `operator` extra) into a virtual environment from prebuilt wheels only, so the image has no
@@ -14,6 +15,24 @@ WORKDIR /src
 COPY . .
 RUN python -m pip wheel --no-deps --wheel-dir /dist .
 
+# The probe image, `docker build --target probe -t dask-gpu-parity-probe .`: probe.py (standard
+# library only) on busybox, whose `cp` the gpu-parity-probe init container runs to copy it into
+# an emptyDir of the scheduler pod, where gpu-parity-check runs it in the scheduler's own image
+# (docs/probe.md). No Python here, nothing run at build time: a small pull onto GPU nodes, which
+# never need the operator image below. Published as ghcr.io/dask-gpu-parity/dask-gpu-parity-probe
+# with the release's version as its tag, which the chart and the CLI name.
+FROM busybox:1.37.0 AS probe
+LABEL org.opencontainers.image.title="dask-gpu-parity-probe" \
+      org.opencontainers.image.description="The gpu-parity-check probe, copied into Dask scheduler pods" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --chmod=0644 operator/dask_gpu_parity/probe.py /probe.py
+# Not a GPU container, even under a legacy nvidia runtime set as the default (the injected init
+# container also says so in its env); the numeric user is the injected runAsUser.
+ENV NVIDIA_VISIBLE_DEVICES=void
+USER 65532:65532
+CMD ["cp", "/probe.py", "/gpu-parity/probe.py"]
+
+# The operator image, the default target: `docker build -t dask-gpu-parity .`
 FROM python:3.12-slim-bookworm
 LABEL org.opencontainers.image.title="dask-gpu-parity" \
       org.opencontainers.image.description="Make the Dask scheduler match its GPU workers on Kubernetes" \

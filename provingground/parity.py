@@ -423,9 +423,10 @@ def assert_scheduler_parity(
     """Wait for the cluster's Pods; assert the scheduler has parity with its workers.
 
     The scheduler Pod requests the workers' GPU resource, runs their image, carries the
-    ``gpu-parity-check`` init container, and was bound by kube-scheduler (no ``nodeName`` in the
-    Deployment) to a node whose driver and CUDA labels equal those of the workers' nodes (in
-    ``pool`` when given). Returns the placement rows (printed as a table).
+    ``gpu-parity-probe`` and ``gpu-parity-check`` init containers, and was bound by
+    kube-scheduler (no ``nodeName`` in the Deployment) to a node whose driver and CUDA labels
+    equal those of the workers' nodes (in ``pool`` when given). Returns the placement rows
+    (printed as a table).
     """
     rows = wait_for_placements(api, namespace, cluster, workers, timeout=240)
     print(f"\nDaskCluster {namespace}/{cluster}:\n{format_table(rows)}")
@@ -443,8 +444,8 @@ def assert_scheduler_parity(
     core = client.CoreV1Api(api)
     pod = core.read_namespaced_pod(sched.pod, namespace)
     init = pod.spec.init_containers or []
-    assert [c.name for c in init] == ["gpu-parity-check"], init
-    assert init[0].image == sched.image
+    assert [c.name for c in init] == ["gpu-parity-probe", "gpu-parity-check"], init
+    assert init[1].image == sched.image  # the check runs in the scheduler's image
     assert pod.spec.scheduler_name == "default-scheduler"
     scheduled = [c for c in pod.status.conditions or [] if c.type == "PodScheduled"]
     assert [c.status for c in scheduled] == ["True"], pod.status.conditions

@@ -20,8 +20,13 @@ __all__ = [
     "POLICY_PLURAL",
     "POLICY_VERSION",
     "PREFIX",
+    "PROBE_DIR",
+    "PROBE_IMAGE_REPOSITORY",
+    "PROBE_IN_IMAGE",
     "SKIP_ANNOTATION",
     "VERIFIER_CONTAINER",
+    "VERIFIER_COPY_CONTAINER",
+    "VERIFIER_VOLUME",
 ]
 
 DISTRIBUTION = "dask-gpu-parity"  # the distribution, the CLI, the chart and the webhook Service
@@ -43,3 +48,12 @@ SKIP_ANNOTATION = f"{PREFIX}/skip"  # opt-out, on a Dask resource or its namespa
 CUDA_ANNOTATION = f"{PREFIX}/cuda-version"  # the CUDA version the image needs, e.g. "13.0"
 
 VERIFIER_CONTAINER = "gpu-parity-check"  # the init container that proves the scheduler's GPU
+
+# The verifier by reference (docs/probe.md): the GPU-less init container VERIFIER_COPY_CONTAINER
+# copies PROBE_IN_IMAGE from this project's probe image into the emptyDir VERIFIER_VOLUME, which
+# both init containers mount at PROBE_DIR; gpu-parity-check then runs it in the scheduler's image.
+VERIFIER_COPY_CONTAINER = "gpu-parity-probe"
+VERIFIER_VOLUME = "gpu-parity-probe"
+PROBE_DIR = "/gpu-parity"
+PROBE_IN_IMAGE = "/probe.py"  # where the Dockerfile's probe target puts probe.py
+PROBE_IMAGE_REPOSITORY = "ghcr.io/dask-gpu-parity/dask-gpu-parity-probe"  # tag: the release

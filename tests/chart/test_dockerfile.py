@@ -8,6 +8,7 @@ change to the Dockerfile is what gets tested. It needs PyPI (the operator's depe
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shlex
@@ -16,6 +17,10 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+from dask_gpu_parity import probe as probe_module
+from dask_gpu_parity.core.verifier import copy_container
+from dask_gpu_parity.names import PROBE_IN_IMAGE
 
 from .helpers import REPO
 
@@ -41,7 +46,7 @@ def _instructions() -> list[list[tuple[str, str]]]:
 
 
 def test_dockerfile_shape():
-    build, final = _instructions()
+    build, _, final = _instructions()
     assert build[0] == ("FROM", "python:3.12-slim-bookworm AS build")
     assert final[0] == ("FROM", "python:3.12-slim-bookworm")
     run = " ".join(args for word, args in final if word == "RUN")
@@ -58,6 +63,24 @@ def test_dockerfile_shape():
     assert final[-1][0] == "CMD"
     assert final[-1][1].startswith('["run", ')
     assert [w for w, _ in final].index("USER") < [w for w, _ in final].index("ENTRYPOINT")
+
+
+def test_probe_target_is_probe_py_as_the_verifier_copies_it():
+    """The probe image: the package's probe.py where the copy step reads it, nothing to run."""
+    _, probe, _ = _instructions()
+    assert probe[0] == ("FROM", "busybox:1.37.0 AS probe")  # a pinned tag: `cp` and nothing else
+    assert not [args for word, args in probe if word == "RUN"]
+    (copy,) = [args for word, args in probe if word == "COPY"]
+    source, target = copy.split()[-2:]
+    assert "--chmod=0644" in copy  # readable by any user the scheduler pod runs as
+    assert (REPO / source).resolve() == Path(probe_module.__file__).resolve()
+    assert target == PROBE_IN_IMAGE
+    container = copy_container("x")
+    (user,) = [args for word, args in probe if word == "USER"]
+    assert user == f"{container['securityContext']['runAsUser']}:65532"
+    (cmd,) = [args for word, args in probe if word == "CMD"]
+    assert json.loads(cmd) == container["command"]
+    assert ("ENV", "NVIDIA_VISIBLE_DEVICES=void") in probe
 
 
 def _ignored(rel: str, patterns: list[str]) -> bool:
@@ -145,7 +168,7 @@ def test_install_steps_work_in_a_fresh_venv(tmp_path):
     assert "pyproject.toml" in copied
     assert "operator/dask_gpu_parity/cli/__init__.py" in copied
     assert not [c for c in copied if c.startswith(("tests/", "charts/", ".venv/"))]
-    build, final = _instructions()
+    build, _, final = _instructions()
     for stage, cwd in ((build, src), (final, tmp_path)):
         for word, args in stage:
             if word != "RUN":

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dask_gpu_parity.core.verifier import default_probe_image
 from provingground import K8S_VERSION
 from provingground.cluster import free_port
 from provingground.kubeconfig import get
@@ -292,7 +293,7 @@ def test_install_parity_upgrade_uninstall_under_the_chart_service_account(
 
         _wait_for(ucx_denied, 180, "gpu-cluster-ucx.yaml denied (DGP013)")
         denied = _dry_run_create(cluster, work, "gpu-cluster-ucx.yaml").stderr
-        assert 'admission webhook "validate-daskcluster.gpuparity.dask.org"' in denied
+        assert 'admission webhook "mutate-daskcluster.gpuparity.dask.org"' in denied
         assert "DGP013" in denied
         # ... and the TCP example is created with a GPU on its scheduler.
         created = cluster.kubectl(
@@ -304,7 +305,9 @@ def test_install_parity_upgrade_uninstall_under_the_chart_service_account(
         )["spec"]["scheduler"]["spec"]
         limits = scheduler["containers"][0]["resources"]["limits"]
         assert limits["nvidia.com/gpu"] in ("1", 1)
-        assert [c["name"] for c in scheduler.get("initContainers", [])] == ["gpu-parity-check"]
+        probe, check = scheduler["initContainers"]
+        assert (probe["name"], check["name"]) == ("gpu-parity-probe", "gpu-parity-check")
+        assert probe["image"] == default_probe_image()  # the chart's policy, as the CLI names it
 
         # -- kubectl auth can-i: the verbs used, and not more -------------------------------
         spaces = {"ns": ns, "work": work}

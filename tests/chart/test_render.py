@@ -14,8 +14,14 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from dask_gpu_parity.admission.configurations import WebhookValues, configurations
-from dask_gpu_parity.core.policy import Mode, load
+from dask_gpu_parity.admission.configurations import (
+    WebhookValues,
+    configurations,
+    match_conditions,
+)
+from dask_gpu_parity.core.policy import Delivery, Mode
+from dask_gpu_parity.core.policy_manifest import load
+from dask_gpu_parity.core.verifier import default_probe_image
 
 from .helpers import (
     CHART,
@@ -288,8 +294,12 @@ def test_webhooks_are_create_only_side_effect_free_and_scoped(case):
                 "values": ["true"],
             } in ns_terms
             assert "kube-system" in excluded
-            if values["webhook"]["matchConditions"]:
-                assert hook["matchConditions"] == values["webhook"]["matchConditions"]
+            plural = rule["resources"][0]
+            assert hook["matchConditions"] == [
+                # CPU-only Dask resources never reach the operator, nor what mutation answered for
+                *match_conditions(plural, validating=kind == "Validating"),
+                *values["webhook"]["matchConditions"],
+            ]
             assert ("reinvocationPolicy" in hook) is (kind == "Mutating")
 
 
@@ -397,6 +407,24 @@ def test_image_defaults_to_app_version_and_takes_a_digest(helm):
     assert container["image"].endswith(f":{chart['appVersion']}@{digest}")
 
 
+def test_probe_image_is_the_releases_as_the_cli_names_it(helm):
+    """One source of truth: the chart's appVersion is the package's version (below), and the
+    default policy names the probe image exactly as the CLI's built-in default does."""
+    policy = load(one(helm.template(), "DaskGPUPolicy", RELEASE))
+    assert policy.verifier_image == default_probe_image()
+    assert policy.verifier_delivery is Delivery.REFERENCE
+    digest = "sha256:" + "b" * 64
+    mirror = "registry.example.com/mirror/dask-gpu-parity-probe"
+    objects = helm.template(sets={"probeImage.digest": digest, "probeImage.repository": mirror})
+    image = load(one(objects, "DaskGPUPolicy", RELEASE)).verifier_image
+    assert image == f"{mirror}:{default_probe_image().rpartition(':')[2]}@{digest}"
+    objects = helm.template(sets={"policy.spec.verifier.registry": "registry.example.com"})
+    policy = load(one(objects, "DaskGPUPolicy", RELEASE))
+    assert (policy.verifier_image, policy.verifier_registry) == (None, "registry.example.com")
+    objects = helm.template(sets={"policy.spec.verifier.delivery": "inline"})
+    assert load(one(objects, "DaskGPUPolicy", RELEASE)).verifier_delivery is Delivery.INLINE
+
+
 def test_chart_versions():
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -424,6 +452,7 @@ def _strict(node: dict[str, Any]) -> dict[str, Any]:
     """A CRD schema node as values.schema.json holds it: no defaults, closed objects."""
     node = copy.deepcopy(node)
     node.pop("default", None)
+    node.pop("x-kubernetes-validations", None)  # CEL; the operator's policy loader checks it too
     if node.get("type") == "object" and "properties" in node:
         node["additionalProperties"] = False
         node["properties"] = {k: _strict(v) for k, v in node["properties"].items()}

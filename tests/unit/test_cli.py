@@ -351,3 +351,71 @@ def test_lines_point_into_the_right_document_of_a_stream(tmp_path: Path) -> None
     assert second["resource"]["line"] == offset + tcp.count("\n") + 1 + 21
     lines = path.read_text().splitlines()
     assert lines[first["resource"]["line"] - 1].strip() == "resources:"
+
+
+# --- the verifier: review size, upgrades, flags --------------------------------------------------
+
+GOLDEN = EXAMPLES.parent / "tests" / "fixtures" / "golden"
+
+
+@pytest.mark.parametrize(
+    "name", ["gpu-cluster-tcp.yaml", "gpu-cluster-ucx.yaml", "gpu-daskjob.yaml"]
+)
+def test_fix_adds_at_most_30_lines_per_gpu_cluster(name: str) -> None:
+    """What a reviewer reads in the pull request: one line per field of what was added."""
+    before = (EXAMPLES / name).read_text().splitlines()
+    code, out, _ = run(["fix", str(EXAMPLES / name)])
+    assert code == 0
+    after = out.splitlines()
+    assert after[: len(before) - 10] != after  # something was added
+    added = len(after) - len(before)
+    assert 0 < added <= 30, out
+
+
+def test_fix_of_examples_is_idempotent(tmp_path: Path) -> None:
+    for path in EXAMPLES.glob("*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    assert run(["fix", "--in-place", str(tmp_path)])[0] == 0
+    once = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    code, _, err = run(["fix", "--in-place", str(tmp_path)])
+    assert code == 0
+    assert err.splitlines()[0].startswith("0 file(s) fixed")
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == once
+
+
+def test_check_reports_the_previous_releases_verifier_and_fix_converges(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    shutil.copy(GOLDEN / "previous-release.in.yaml", path)
+    findings = _findings(["check", str(path), "--nodes", str(EXAMPLES / "nodes.yaml")])
+    assert [(f["code"], f["fixable"]) for f in findings] == [("DGP018", True)]
+    argv = ["fix", "-i", str(path), "--nodes", str(EXAMPLES / "nodes.yaml")]
+    assert run(argv)[0] == 0
+    assert _findings(["check", str(path), "--nodes", str(EXAMPLES / "nodes.yaml")]) == []
+    assert run(argv)[2].startswith("0 file(s) fixed")
+
+
+def test_verifier_flags_override_the_policy() -> None:
+    tcp = str(EXAMPLES / "gpu-cluster-tcp.yaml")
+    out = run(["fix", tcp, "--probe-registry", "registry.example.com/mirror"])[1]
+    assert "image: registry.example.com/mirror/dask-gpu-parity/dask-gpu-parity-probe:" in out
+    out = run(["fix", tcp, "--probe-image", "r.example/probe@sha256:" + "0" * 64])[1]
+    assert "image: r.example/probe@sha256:" in out
+    out = run(["fix", tcp, "--verifier", "inline", "--policy", str(EXAMPLES / "policy.yaml")])[1]
+    assert "gpu-parity-probe" not in out
+    assert '"""gpu-parity-check: prove that' in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--probe-image", "r.example/probe"], "--probe-image: expected an image reference"),
+        (["--probe-registry", "https://r"], "--probe-registry: expected a registry host"),
+        (["--probe-image", "r/p:1", "--probe-registry", "r"], "not allowed with argument"),
+        (["--verifier", "volume"], "invalid choice: 'volume'"),
+    ],
+    ids=["unpinned-image", "registry-url", "both", "delivery"],
+)
+def test_verifier_flag_errors(argv: list[str], message: str) -> None:
+    code, _, err = run(["check", str(EXAMPLES / "gpu-cluster-tcp.yaml"), *argv])
+    assert code == 2
+    assert message in err

@@ -8,11 +8,18 @@ import copy
 import pytest
 
 from dask_gpu_parity.admission import decisions
-from dask_gpu_parity.admission.configurations import WebhookValues, configurations
+from dask_gpu_parity.admission.configurations import (
+    WebhookValues,
+    configurations,
+    match_conditions,
+    validated_by_mutation,
+)
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import apply_in_place
-from dask_gpu_parity.core.policy import Mode, Policy, load, select
+from dask_gpu_parity.core.policy import Mode, Policy, select
+from dask_gpu_parity.core.policy_manifest import load
+from dask_gpu_parity.names import SKIP_ANNOTATION
 
 from .helpers import cluster, example, nodes
 
@@ -45,10 +52,42 @@ def test_mutation_patch_turns_the_object_into_the_fixed_one() -> None:
 
 
 def test_enforce_denies_what_mutation_cannot_fix() -> None:
-    mutated = decisions.mutate(example("gpu-cluster-ucx.yaml"), Policy(), INVENTORY).patched
-    decision = decisions.validate(mutated, Policy(), INVENTORY)
+    """The mutating webhook denies it: validation would not be called on its result."""
+    ucx = example("gpu-cluster-ucx.yaml")
+    decision = decisions.mutate(ucx, Policy(), INVENTORY)
     assert decision.denial is not None
+    assert decision.patch == ()
     assert "DGP013 at /spec/scheduler/spec: No node can take the scheduler" in decision.denial
+    # what the validating webhook says of the same object, had it been called
+    fixed = evaluate(ucx, Policy(), INVENTORY).patched
+    assert decisions.validate(fixed, Policy(), INVENTORY).denial == decision.denial
+
+
+def test_mutation_answers_for_validation_exactly_when_it_is_not_called() -> None:
+    """validated_by_mutation is the Python reading of the validating webhooks' not-verified."""
+    tcp = example("gpu-cluster-tcp.yaml")
+    fixed = evaluate(tcp, Policy(), INVENTORY).patched
+    assert not validated_by_mutation(tcp)  # no GPU on the scheduler: validated
+    assert validated_by_mutation(fixed)
+    unverified = evaluate(tcp, Policy(verifier_enabled=False), INVENTORY).patched
+    assert not validated_by_mutation(unverified)  # no verifier: validated
+    quantity_zero = copy.deepcopy(fixed)
+    quantity_zero["spec"]["scheduler"]["spec"]["containers"][0]["resources"]["limits"] = {
+        "nvidia.com/mig-anything": "0"
+    }
+    assert validated_by_mutation(quantity_zero)  # as the CEL reads it: the key, any quantity
+    assert not validated_by_mutation(example("gpu-workergroup.yaml"))  # always validated
+    # enforce and warn: validation's remaining warnings come with the mutation's
+    policy = Policy(mode=Mode.WARN)
+    ucx = decisions.mutate(example("gpu-cluster-ucx.yaml"), policy, INVENTORY)
+    assert ucx.denial is None
+    assert ucx.patched is not None
+    assert any(w.startswith("dask-gpu-parity DGP") for w in ucx.warnings)  # the changes
+    assert any(w.startswith("dask-gpu-parity: DGP013") for w in ucx.warnings)  # what remains
+    # audit: a Git-fixed object (validation not called) is still reported on
+    audit = decisions.mutate(fixed, Policy(mode=Mode.AUDIT), None)
+    assert audit.patched is None
+    assert audit.warnings == decisions.validate(fixed, Policy(mode=Mode.AUDIT), None).warnings
 
 
 @pytest.mark.parametrize("mode", [Mode.WARN, Mode.AUDIT])
@@ -198,3 +237,28 @@ def test_webhook_configurations(url: str | None) -> None:
             assert webhook["clientConfig"]["service"]["path"] == f"/{handler}"
         excluded = webhook["namespaceSelector"]["matchExpressions"][0]
         assert excluded["values"] == ["kube-system"]
+
+
+def test_match_conditions_keep_what_needs_no_answer_away() -> None:
+    """CPU-only and opted-out Dask resources never reach the operator (CEL in the API server).
+
+    The conditions' behaviour is checked against the real API server in the e2e test
+    ``tests/e2e/admission/test_match_conditions.py``.
+    """
+    values = WebhookValues(ca_bundle=b"CA", url="https://127.0.0.1:9443")
+    for config in configurations(values):
+        for webhook in config["webhooks"]:
+            plural = webhook["rules"][0]["resources"][0]
+            validating = config["kind"].startswith("Validating")
+            assert webhook["matchConditions"] == match_conditions(plural, validating=validating)
+            (gpu, skip, *verified) = webhook["matchConditions"]
+            assert bool(verified) == (validating and plural != "daskworkergroups")
+            worker = (
+                "object.spec.cluster.spec.worker" if plural == "daskjobs" else "object.spec.worker"
+            )
+            assert f"{worker}.spec.containers.exists(c," in gpu["expression"]
+            assert "'nvidia.com/gpu'" in gpu["expression"]
+            assert SKIP_ANNOTATION in skip["expression"]
+    before = WebhookValues(ca_bundle=b"CA", url="https://127.0.0.1:9443", match_conditions=False)
+    for config in configurations(before):
+        assert all("matchConditions" not in w for w in config["webhooks"])

@@ -22,7 +22,7 @@ from dask_gpu_parity.core.gpu import gpu_requests
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import pointer
 from dask_gpu_parity.core.plain import get_in
-from dask_gpu_parity.core.policy import Placement, Policy
+from dask_gpu_parity.core.policy import Delivery, Placement, Policy
 from dask_gpu_parity.core.resources import view
 
 from .helpers import cluster, nodes
@@ -37,9 +37,8 @@ POLICIES = [
         scheduler_node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),),
         scheduler_gpu_resource="nvidia.com/gpu",
     ),
-    Policy(
-        placement=Placement.NONE, verifier_image="ghcr.io/dask-gpu-parity/dask-gpu-parity:0.1.0"
-    ),
+    Policy(placement=Placement.NONE, verifier_image="registry.example.com/probe:0.0.9"),
+    Policy(verifier_delivery=Delivery.INLINE),
 ]
 
 GPU = st.sampled_from(

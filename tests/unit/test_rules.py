@@ -470,7 +470,7 @@ def test_dgp015_worker_group_against_cpu_scheduler() -> None:
 def test_dgp009_verifier_is_injected_once() -> None:
     result = evaluate(cluster(), Policy())
     init = get_in(result.patched, (*SCHED, "initContainers"))
-    assert [c["name"] for c in init] == ["gpu-parity-check"]
+    assert [c["name"] for c in init] == ["gpu-parity-probe", "gpu-parity-check"]
     assert evaluate(result.patched, Policy()).findings == ()
 
 
@@ -506,7 +506,7 @@ def test_dgp014_pins_the_class_with_most_gpus() -> None:
 
 def test_dgp014_expected_driver_reaches_the_verifier() -> None:
     result = evaluate(example("gpu-cluster-tcp.yaml"), Policy(), INVENTORY)
-    [init] = get_in(result.patched, (*SCHED, "initContainers"))
+    [_, init] = get_in(result.patched, (*SCHED, "initContainers"))
     assert {"name": "GPU_PARITY_EXPECT_DRIVER", "value": "580.95.05"} in init["env"]
 
 

@@ -79,6 +79,49 @@ app.kubernetes.io/part-of: dask-gpu-parity
 {{- end }}
 {{- end }}
 
+{{- /* The probe image, by the release's tag (and digest when set): the default policy's. */ -}}
+{{- define "dgp.probeImage" -}}
+{{- $tag := default .Chart.AppVersion .Values.probeImage.tag }}
+{{- if .Values.probeImage.digest }}
+{{- printf "%s:%s@%s" .Values.probeImage.repository $tag .Values.probeImage.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.probeImage.repository $tag }}
+{{- end }}
+{{- end }}
+
 {{- define "dgp.policyName" -}}
 {{- default (include "dgp.fullname" .) .Values.policy.name }}
+{{- end }}
+
+{{- /*
+The CEL matchConditions of one webhook, for the resource (plural) it admits: the API server calls
+the operator only for Dask resources whose workers request a GPU and that are not annotated
+gpuparity.dask.org/skip=true; a validating webhook of a cluster or job also not for an object
+whose scheduler already has a GPU and the verifier (the mutating webhook answered for it). Built
+exactly as admission/configurations.py builds them (a test compares); the user's
+webhook.matchConditions follow.
+*/ -}}
+{{- define "dgp.requestsGPU" -}}
+{{- $parts := splitList "." (printf "%s.containers" .) -}}
+{{- $has := list -}}
+{{- range $i, $_ := $parts }}{{ if gt $i 0 }}{{ $has = append $has (printf "has(%s)" (join "." (slice $parts 0 (add1 $i)))) }}{{ end }}{{ end -}}
+{{- $gpu := "k == 'nvidia.com/gpu' || k == 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-')" -}}
+{{- printf "%s && type(%s.containers) == list && %s.containers.exists(c, type(c) == map && has(c.resources) && type(c.resources) == map && ['limits', 'requests'].exists(s, s in c.resources && type(c.resources[s]) == map && c.resources[s].exists(k, %s)))" (join " && " $has) . . $gpu -}}
+{{- end }}
+
+{{- define "dgp.matchConditions" -}}
+{{- $workers := index (dict "daskclusters" "object.spec.worker.spec" "daskjobs" "object.spec.cluster.spec.worker.spec" "daskworkergroups" "object.spec.worker.spec") .plural -}}
+{{- $skip := "!(has(object.metadata.annotations) && 'gpuparity.dask.org/skip' in object.metadata.annotations && object.metadata.annotations['gpuparity.dask.org/skip'].lowerAscii() == 'true')" -}}
+- name: gpu-workers
+  expression: {{ include "dgp.requestsGPU" $workers | toJson }}
+- name: not-opted-out
+  expression: {{ $skip | toJson }}
+{{- $scheduler := index (dict "daskclusters" "object.spec.scheduler.spec" "daskjobs" "object.spec.cluster.spec.scheduler.spec") .plural -}}
+{{- if and .validating $scheduler }}
+- name: not-verified
+  expression: {{ printf "!(%s && has(%s.initContainers) && type(%s.initContainers) == list && %s.initContainers.exists(c, type(c) == map && has(c.name) && c.name == 'gpu-parity-check'))" (include "dgp.requestsGPU" $scheduler) $scheduler $scheduler $scheduler | toJson }}
+{{- end }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}

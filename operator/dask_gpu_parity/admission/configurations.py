@@ -3,17 +3,46 @@
 Development and tests point ``url:`` at an operator on the host (with the proving ground's CA);
 the Helm chart renders the in-cluster version (a Service reference) from the same values. Handler
 ids double as URL path segments, so they are lowercase DNS-1123 labels.
+
+``matchConditions`` (CEL, evaluated in the API server; GA in Kubernetes 1.30) keep every request
+whose answer is known without us from reaching the operator: a Dask resource whose workers
+request no GPU (never changed, never denied: ``evaluate`` leaves CPU-only clusters alone) and
+one annotated ``gpuparity.dask.org/skip: "true"``. A CPU-only create then costs no webhook call.
+And the validating webhook of a cluster or job is not called for an object that already has a
+GPU on its scheduler and the verifier, as the mutating webhook leaves every object it admits in
+``enforce`` and ``warn``: that webhook gives validation's answer itself (``decisions.mutate``),
+so a GPU create costs one call. An object a later mutating webhook took the GPU or the verifier
+from is validated as before. The conditions may let through more than the rules act on (a GPU
+quantity of "0"), never less.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION, DISTRIBUTION, PREFIX, SKIP_ANNOTATION
+from dask_gpu_parity.core.plain import as_list, as_map, get_in
+from dask_gpu_parity.core.resources import view
+from dask_gpu_parity.names import (
+    DASK_GROUP,
+    DASK_VERSION,
+    DISTRIBUTION,
+    PREFIX,
+    SKIP_ANNOTATION,
+    VERIFIER_CONTAINER,
+)
 
-__all__ = ["MUTATING", "NAME", "VALIDATING", "WebhookValues", "configurations"]
+__all__ = [
+    "MUTATING",
+    "NAME",
+    "VALIDATING",
+    "WebhookValues",
+    "configurations",
+    "match_conditions",
+    "validated_by_mutation",
+]
 
 NAME = DISTRIBUTION
 # (handler id, plural): the kopf handler ids and the URL paths of the webhooks.
@@ -37,6 +66,7 @@ class WebhookValues:
     failure_policy: str = "Fail"
     timeout_seconds: int = 5
     excluded_namespaces: tuple[str, ...] = ("kube-system",)
+    match_conditions: bool = True  # False: every CREATE reaches the operator (release 0.1.0)
 
 
 def _client_config(values: WebhookValues, handler: str) -> dict[str, Any]:
@@ -53,8 +83,99 @@ def _client_config(values: WebhookValues, handler: str) -> dict[str, Any]:
     return config
 
 
-def _webhook(values: WebhookValues, handler: str, plural: str) -> dict[str, Any]:
-    return {
+# Where the workers' and the scheduler's pod specs are, per resource (as in core/resources.py).
+_WORKER_SPEC = {
+    "daskclusters": "object.spec.worker.spec",
+    "daskjobs": "object.spec.cluster.spec.worker.spec",
+    "daskworkergroups": "object.spec.worker.spec",
+}
+_SCHEDULER_SPEC = {
+    "daskclusters": "object.spec.scheduler.spec",
+    "daskjobs": "object.spec.cluster.spec.scheduler.spec",
+}
+_GPU_KEY = (
+    "k == 'nvidia.com/gpu' || k == 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-')"
+)
+
+
+def _has_path(expression: str) -> str:
+    """``has()`` for every step of ``object.a.b.c``: a missing field is false, not an error.
+
+    An error in a match condition fails the request under ``failurePolicy: Fail``.
+    """
+    parts = expression.split(".")
+    return " && ".join(f"has({'.'.join(parts[: i + 1])})" for i in range(1, len(parts)))
+
+
+def _requests_gpu(spec: str) -> str:
+    """CEL: a container of the pod spec at ``spec`` names a GPU resource in limits or requests."""
+    return (
+        f"{_has_path(spec + '.containers')} && type({spec}.containers) == list && "
+        f"{spec}.containers.exists(c, type(c) == map && has(c.resources) && "
+        "type(c.resources) == map && ['limits', 'requests'].exists(s, s in c.resources && "
+        f"type(c.resources[s]) == map && c.resources[s].exists(k, {_GPU_KEY})))"
+    )
+
+
+def match_conditions(plural: str, *, validating: bool = False) -> list[dict[str, str]]:
+    """The CEL conditions under which a CREATE of ``plural`` needs the operator at all.
+
+    GPU resources as ``core/gpu.py`` knows them: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``
+    and ``nvidia.com/mig-*``, in ``limits`` or ``requests`` of any worker container. A validating
+    webhook of a cluster or job is also left out when the object already has what the mutating
+    webhook guarantees (:func:`validated_by_mutation`): that webhook answered for it.
+    """
+    skip = (
+        f"!(has(object.metadata.annotations) && '{SKIP_ANNOTATION}' in "
+        f"object.metadata.annotations && "
+        f"object.metadata.annotations['{SKIP_ANNOTATION}'].lowerAscii() == 'true')"
+    )
+    conditions = [
+        {"name": "gpu-workers", "expression": _requests_gpu(_WORKER_SPEC[plural])},
+        {"name": "not-opted-out", "expression": skip},
+    ]
+    if validating and plural in _SCHEDULER_SPEC:
+        spec = _SCHEDULER_SPEC[plural]
+        verified = (
+            f"{_requests_gpu(spec)} && has({spec}.initContainers) && "
+            f"type({spec}.initContainers) == list && {spec}.initContainers.exists(c, "
+            f"type(c) == map && has(c.name) && c.name == '{VERIFIER_CONTAINER}')"
+        )
+        conditions.append({"name": "not-verified", "expression": f"!({verified})"})
+    return conditions
+
+
+def validated_by_mutation(resource: Mapping[str, Any]) -> bool:
+    """Whether the validating webhooks' ``not-verified`` condition is false for ``resource``.
+
+    That is: its scheduler pod spec names a GPU resource (any container, any quantity) and has a
+    ``gpu-parity-check`` init container, as every object our mutating webhook lets through in
+    ``enforce`` or ``warn`` has. The API server then does not call validation, so the mutating
+    webhook answers for it (denials, remaining warnings). Python's reading of the CEL above: it
+    must be true wherever the CEL is.
+    """
+    dask = view(resource)
+    if dask is None or dask.scheduler_path is None:
+        return False
+    spec = as_map(get_in(resource, dask.scheduler_path))
+    gpu = any(
+        isinstance(key, str)
+        and (
+            key in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or key.startswith("nvidia.com/mig-")
+        )
+        for container in as_list(spec.get("containers"))
+        for section in ("limits", "requests")
+        for key in as_map(as_map(as_map(container).get("resources")).get(section))
+    )
+    return gpu and any(
+        as_map(c).get("name") == VERIFIER_CONTAINER for c in as_list(spec.get("initContainers"))
+    )
+
+
+def _webhook(
+    values: WebhookValues, handler: str, plural: str, *, validating: bool = False
+) -> dict[str, Any]:
+    webhook = {
         "name": f"{handler}.{PREFIX}",
         "admissionReviewVersions": ["v1"],
         "clientConfig": _client_config(values, handler),
@@ -82,6 +203,9 @@ def _webhook(values: WebhookValues, handler: str, plural: str) -> dict[str, Any]
             ]
         },
     }
+    if values.match_conditions:
+        webhook["matchConditions"] = match_conditions(plural, validating=validating)
+    return webhook
 
 
 def configurations(values: WebhookValues) -> list[dict[str, Any]]:
@@ -101,6 +225,6 @@ def configurations(values: WebhookValues) -> list[dict[str, Any]]:
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": meta,
-            "webhooks": [_webhook(values, h, p) for h, p in VALIDATING],
+            "webhooks": [_webhook(values, h, p, validating=True) for h, p in VALIDATING],
         },
     ]

@@ -8,9 +8,10 @@ JSON Patch included. Keeping the decision here makes every mode testable without
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dask_gpu_parity.admission.configurations import validated_by_mutation
 from dask_gpu_parity.core.engine import evaluate, opted_out
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.gpu import gpu_requests
@@ -101,21 +102,32 @@ def mutate(
 ) -> Decision:
     """The mutating webhook's answer: the fixed object, its JSON Patch, one warning per change.
 
-    ``audit`` mode never mutates; validation reports instead.
+    ``audit`` mode never mutates. Where the object it lets through has a GPU on its scheduler
+    and the verifier (:func:`validated_by_mutation`), the API server will not call the validating
+    webhook (its ``not-verified`` match condition), so this answer includes validation's: a
+    denial in ``enforce``, the remaining findings as warnings otherwise.
     """
     skipped = _skip(resource, policy, namespace_skip)
     if skipped:
         return Decision(skipped=skipped)
     result = evaluate(resource, policy, inventory)
     if policy.mode is Mode.AUDIT or not result.changed:
-        return Decision(findings=result.findings)
-    fixed = tuple(_change(f) for f in result.findings if f.fixable)
-    return Decision(
-        patched=result.patched,
-        patch=tuple(result.patch),
-        warnings=fixed,
-        findings=result.findings,
-    )
+        decision = Decision(findings=result.findings)
+    else:
+        fixed = tuple(_change(f) for f in result.findings if f.fixable)
+        decision = Decision(
+            patched=result.patched,
+            patch=tuple(result.patch),
+            warnings=fixed,
+            findings=result.findings,
+        )
+    admitted = decision.patched if decision.patched is not None else resource
+    if not validated_by_mutation(admitted):
+        return decision  # the validating webhook is called and answers for the final object
+    checked = validate(admitted, policy, inventory)
+    if checked.denial is not None:
+        return Decision(denial=checked.denial, findings=result.findings)
+    return replace(decision, warnings=decision.warnings + checked.warnings)
 
 
 def validate(

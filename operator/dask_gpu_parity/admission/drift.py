@@ -22,6 +22,10 @@ from dask_gpu_parity.core.policy import Policy
 
 __all__ = ["Report", "Tracker"]
 
+# Not drift: the schema's findings, and a verifier from another release (DGP018), which already
+# ran before this scheduler started; repairing it would restart every scheduler on an upgrade.
+_NOT_DRIFT = ("DGP011", "DGP012", "DGP018")
+
 
 @dataclass(frozen=True)
 class Report:
@@ -77,7 +81,7 @@ class Tracker:
         findings = tuple(
             f
             for f in result.findings
-            if f.code not in ("DGP011", "DGP012") and (f.severity is Severity.ERROR or f.fixable)
+            if f.code not in _NOT_DRIFT and (f.severity is Severity.ERROR or f.fixable)
         )
         key = (namespace, str(as_map(cluster.get("metadata")).get("name", "")))
         self._drifted[key] = bool(findings)

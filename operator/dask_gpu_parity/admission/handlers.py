@@ -20,7 +20,8 @@ import kopf
 
 from dask_gpu_parity.core.inventory import GpuNode
 from dask_gpu_parity.core.plain import as_map
-from dask_gpu_parity.core.policy import PolicyError, load
+from dask_gpu_parity.core.policy import PolicyError
+from dask_gpu_parity.core.policy_manifest import load
 from dask_gpu_parity.names import (
     CLUSTER_NAME_LABEL,
     COMPONENT_LABEL,

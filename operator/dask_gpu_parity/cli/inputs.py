@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, replace
 from dask_gpu_parity.core.engine import Result, evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import as_map
-from dask_gpu_parity.core.policy import Policy, PolicyError, load
+from dask_gpu_parity.core.policy import Policy, PolicyError
+from dask_gpu_parity.core.policy_manifest import load, with_verifier
 from dask_gpu_parity.core.resources import DaskResource, view
 from dask_gpu_parity.manifests import (
     STDIN,
@@ -95,19 +96,37 @@ def _documents(path: str) -> list[Document]:
 def load_policy(args: argparse.Namespace) -> Policy | None:
     """The ``--policy`` file's DaskGPUPolicy (any error is a usage error), with the flags' say.
 
-    ``--extended-resource-toleration`` overrides the policy's setting (or the defaults').
+    ``--extended-resource-toleration``, ``--verifier``, ``--probe-image`` and
+    ``--probe-registry`` override the policy's settings (or the defaults').
     """
     path, ert = args.policy, args.extended_resource_toleration
-    if path is None:
-        return None if ert is None else Policy(extended_resource_toleration=ert)
-    policies = [d for d in _documents(path) if d.data.get("kind") == "DaskGPUPolicy"]
-    if len(policies) != 1:
-        raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
+    policy = None
+    if path is not None:
+        policies = [d for d in _documents(path) if d.data.get("kind") == "DaskGPUPolicy"]
+        if len(policies) != 1:
+            raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
+        try:
+            policy = load(policies[0].data)
+        except PolicyError as exc:
+            raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
+    if ert is not None:
+        policy = replace(policy or Policy(), extended_resource_toleration=ert)
+    if args.verifier is None and args.probe_image is None and args.probe_registry is None:
+        return policy
     try:
-        policy = load(policies[0].data)
+        return with_verifier(
+            policy or Policy(),
+            delivery=args.verifier,
+            image=args.probe_image,
+            registry=args.probe_registry,
+        )
     except PolicyError as exc:
-        raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
-    return policy if ert is None else replace(policy, extended_resource_toleration=ert)
+        field, _, message = str(exc).partition(": ")
+        flag = {
+            "spec.verifier.image": "--probe-image",
+            "spec.verifier.registry": "--probe-registry",
+        }
+        raise InputError(f"{flag.get(field, '--verifier')}: {message}") from exc
 
 
 def load_inventory(path: str | None) -> Inventory | None:

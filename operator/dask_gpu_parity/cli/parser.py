@@ -7,7 +7,8 @@ import textwrap
 from typing import Any
 
 from dask_gpu_parity import __version__, probe
-from dask_gpu_parity.core.policy import ExtendedResourceToleration
+from dask_gpu_parity.core.policy import Delivery, ExtendedResourceToleration
+from dask_gpu_parity.core.verifier import default_probe_image
 from dask_gpu_parity.manifests import DEFAULT_EXCLUDES, InputError
 from dask_gpu_parity.manifests.report import FORMATS
 
@@ -135,6 +136,19 @@ def _inputs(sub: argparse.ArgumentParser) -> None:
         choices=[e.value for e in ExtendedResourceToleration],
         help="whether the cluster's ExtendedResourceToleration admission plugin is on "
         "(default: the policy's, else auto: on for GKE, AKS and EKS nodes)",
+    )
+    verifier = sub.add_argument_group("verifier (override the policy's spec.verifier)")
+    verifier.add_argument(
+        "--verifier",
+        choices=[d.value for d in Delivery],
+        help="reference: copy the probe from the probe image (default); inline: embed it",
+    )
+    image = verifier.add_mutually_exclusive_group()
+    image.add_argument("--probe-image", metavar="REF", help="the probe image, by tag or digest")
+    image.add_argument(
+        "--probe-registry",
+        metavar="HOST[/PATH]",
+        help=f"a mirror registry for this release's probe image, {default_probe_image()}",
     )
     sub.add_argument(
         "--exclude",

@@ -93,6 +93,13 @@ RULES: dict[str, Rule] = {
         Rule("DGP016", "job-runner-image", "Job runner image differs", Severity.WARNING, False),
         Rule("DGP017", "malformed", "Dask resource is malformed", Severity.ERROR, False),
         Rule(
+            "DGP018",
+            "verifier-outdated",
+            "Scheduler verifier is from another release",
+            Severity.WARNING,
+            True,
+        ),
+        Rule(
             "DGP020", "cuda-driver", "No driver class runs the image's CUDA", Severity.ERROR, False
         ),
         Rule(

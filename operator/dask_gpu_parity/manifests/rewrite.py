@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError as RoundTripError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
@@ -106,6 +107,7 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
     rt.width = 4096
+    rt.brace_single_entry_mapping_in_flow_sequence = True  # [{a: b}], not the terse [a: b]
     mapping, sequence, offset = _indentation(body)
     rt.indent(mapping=mapping, sequence=sequence, offset=offset)
     data = rt.load(body)
@@ -121,18 +123,56 @@ def _prefixed(prefix: str, ops: list[Operation]) -> list[Operation]:
 
 
 def _literal(op: Operation) -> Operation:
-    """Show new multi-line strings (the probe source) as ``|`` blocks."""
+    """Lay out a new value for review: short collections on one line, long strings as blocks.
 
-    def convert(value: Any) -> Any:
+    Multi-line strings (an inline probe) become ``|`` blocks. Collections nested in the value,
+    at most ``_FLOW_DEPTH`` levels deep and about ``_FLOW_WIDTH`` characters long in flow style,
+    take flow style: an injected init container then reads as one line per field
+    (``command: [cp, …]``, ``resources: {limits: …}``) instead of one per word. The value itself
+    stays in block style, like the user's YAML around it.
+    """
+
+    def convert(value: Any, nested: bool) -> Any:
         if isinstance(value, str) and "\n" in value:
             return LiteralScalarString(value)
         if isinstance(value, dict):
-            return {k: convert(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [convert(v) for v in value]
-        return value
+            node: Any = CommentedMap((k, convert(v, True)) for k, v in value.items())
+        elif isinstance(value, list):
+            node = CommentedSeq(convert(v, True) for v in value)
+        else:
+            return value
+        if nested and _depth(value) <= _FLOW_DEPTH and _flow_width(value) <= _FLOW_WIDTH:
+            node.fa.set_flow_style()
+        return node
 
-    return {**op, "value": convert(op["value"])} if "value" in op else op
+    return {**op, "value": convert(op["value"], False)} if "value" in op else op
+
+
+_FLOW_WIDTH, _FLOW_DEPTH = 176, 3
+
+
+def _depth(value: Any) -> int:
+    """How deep collections nest in ``value`` (a scalar is 0, ``{drop: [ALL]}`` is 2)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+_PLAIN = re.compile(r"^[A-Za-z0-9/_.=+-][A-Za-z0-9/_.=+ :-]*$")
+
+
+def _flow_width(value: Any) -> int:
+    """About how many characters ``value`` takes in flow style (quotes counted where likely)."""
+    if isinstance(value, dict):
+        return 2 + sum(_flow_width(k) + 2 + _flow_width(v) + 2 for k, v in value.items())
+    if isinstance(value, list):
+        return 2 + sum(_flow_width(v) + 2 for v in value)
+    if isinstance(value, LiteralScalarString) or (isinstance(value, str) and "\n" in value):
+        return _FLOW_WIDTH + 1  # a block scalar cannot be inside a flow collection
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return len(text) + (0 if isinstance(value, str) and _PLAIN.match(value) else 2)
 
 
 _KEY = re.compile(r"^( *)[^\s#-][^:]*:\s*(?:#.*)?$")

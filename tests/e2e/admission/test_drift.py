@@ -102,7 +102,11 @@ def test_drift_repaired_when_policy_allows(parity, cluster, drifted):
     assert eventually(lambda: _events(cluster.api, ns, "ParityRepaired"), timeout=120)
     template = _scheduler_template(cluster.api, ns)
     assert _gpu(template)
-    assert [c["name"] for c in template.get("initContainers", [])] == ["gpu-parity-check"]
+    assert [c["name"] for c in template.get("initContainers", [])] == [
+        "gpu-parity-probe",
+        "gpu-parity-check",
+    ]
+    assert {"name": "gpu-parity-probe", "emptyDir": {"sizeLimit": "1Mi"}} in template["volumes"]
 
     def repaired_pod_on_workers_driver() -> bool:
         rows = placements(cluster.api, ns, CLUSTER)

@@ -29,7 +29,10 @@ def test_server_dry_run_returns_mutated_object_with_warnings_and_creates_nothing
     scheduler = fixed["spec"]["scheduler"]["spec"]
     workers = fixed["spec"]["worker"]["spec"]
     assert scheduler["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
-    assert [c["name"] for c in scheduler["initContainers"]] == ["gpu-parity-check"]
+    assert [c["name"] for c in scheduler["initContainers"]] == [
+        "gpu-parity-probe",
+        "gpu-parity-check",
+    ]
     assert scheduler["nodeSelector"] == workers["nodeSelector"]
     assert scheduler["tolerations"] == workers["tolerations"]
     # One short warning per change: what was changed (the JSON path) and why (the rule).
@@ -92,6 +95,8 @@ def test_opt_out_leaves_gpu_cluster_untouched(parity, cluster, kubectl, make_nam
     now = parity.metric("dgp_admission_requests_total", result="skipped")
     if where == "namespace-label":
         assert now == skipped  # the webhook's namespaceSelector: the API server never asks us
+    elif where == "resource-annotation":
+        assert now == skipped  # the webhooks' matchConditions: the API server never asks us
     else:
         assert now >= skipped + 2  # asked (mutate and validate), answered "skipped"
 

@@ -27,7 +27,7 @@ def _policy_in_force(parity, tcp: dict, mode: str) -> bool:
     if mode in ("enforce", "warn"):
         init = _scheduler(fixed).get("initContainers", [])
         return bool(init) and {"name": "GPU_PARITY_MIN_COMPUTE_CAPABILITY", "value": MIN_CC} in (
-            init[0].get("env", [])
+            init[-1].get("env", [])  # gpu-parity-check, after the gpu-parity-probe copy step
         )
     if mode == "audit":
         return bool(warnings) and all(w.startswith("dask-gpu-parity audit: ") for w in warnings)
