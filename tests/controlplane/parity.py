@@ -223,6 +223,19 @@ class ParityOperator:
         self.ready_seconds = time.monotonic() - t0
         return self
 
+    def restart(self, *, timeout: float = 120) -> float:
+        """Stop the process and start a new one, webhook configurations left in place.
+
+        As a rolling restart with ``failurePolicy: Fail`` looks to the API server: creates fail
+        while no process serves. Returns the seconds until the new one accepted TLS.
+        """
+        if self.process is not None:
+            self.process.stop(timeout=20)
+            self.process = None
+        t0 = time.monotonic()
+        self.start(webhooks=False, timeout=timeout)
+        return time.monotonic() - t0
+
     def stop(self) -> None:
         """Delete the webhook configurations, then stop the process group."""
         self.delete_webhooks()

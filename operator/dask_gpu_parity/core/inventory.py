@@ -117,9 +117,27 @@ class GpuNode:
 
 @dataclass(frozen=True)
 class Inventory:
-    """The GPU nodes of a cluster."""
+    """The GPU nodes of a cluster.
+
+    Rules ask it questions (``fitting``, ``fits_any``, ``classes``, ``of_class``, ``size``)
+    rather than walking ``nodes``: the operator hands in a subclass that answers them from nodes
+    grouped as they arrive, so a request's work does not grow with the node count.
+    """
 
     nodes: tuple[GpuNode, ...]
+
+    @property
+    def size(self) -> int:
+        """How many GPU nodes there are."""
+        return len(self.nodes)
+
+    def fits_any(self, pod_spec: Any) -> bool:
+        """Whether some node could take a pod with ``pod_spec``."""
+        return any(node_fits(n, pod_spec) for n in self.nodes)
+
+    def of_class(self, dc: DriverClass) -> list[GpuNode]:
+        """The nodes of one driver class."""
+        return [n for n in self.nodes if n.driver_class == dc]
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[Mapping[str, Any]]) -> Inventory:

@@ -16,7 +16,6 @@ from dask_gpu_parity.core.inventory import (
     DriverClass,
     GpuNode,
     Inventory,
-    node_fits,
 )
 from dask_gpu_parity.core.plain import as_map, copy_json
 
@@ -65,14 +64,14 @@ def pin_driver_class(
     for dc, nodes in classes.items():
         trial = copy_json(scheduler.spec)
         add_expressions(trial, _pin_expressions(dc, nodes))
-        if any(node_fits(n, trial) for n in inventory.nodes):
+        if inventory.fits_any(trial):
             candidates.append((dc, nodes))
     if not candidates:
         return [], None  # DGP013 explains why the scheduler fits nowhere
     if ctx.policy.placement.value != "pin-driver-class":
         return [], None
     chosen, nodes = max(candidates, key=capacity)
-    exprs = _pin_expressions(chosen, [n for n in inventory.nodes if n.driver_class == chosen])
+    exprs = _pin_expressions(chosen, inventory.of_class(chosen))
     fixable = add_expressions(worker.spec, exprs) and add_expressions(scheduler.spec, exprs)
     listed = "; ".join(str(dc) for dc in sorted(classes))
     total, _ = capacity((chosen, nodes))
@@ -90,7 +89,7 @@ def pin_driver_class(
 def schedulable(ctx: Context, inventory: Inventory) -> list[Finding]:
     """DGP013: some GPU node can take the scheduler as it will be created."""
     scheduler = ctx.view.scheduler
-    if any(node_fits(n, scheduler.spec) for n in inventory.nodes):
+    if inventory.fits_any(scheduler.spec):
         return []
     selector = as_map(scheduler.spec.get("nodeSelector"))
     shown = ", ".join(f"{k}={v}" for k, v in selector.items()) or "none"
@@ -100,7 +99,7 @@ def schedulable(ctx: Context, inventory: Inventory) -> list[Finding]:
         Finding.of(
             "DGP013",
             scheduler.ptr,
-            f"No node can take the scheduler: none of the {len(inventory.nodes)} GPU nodes matches "
+            f"No node can take the scheduler: none of the {inventory.size} GPU nodes matches "
             f"its nodeSelector ({shown}), affinity, tolerations and GPU request{workers}; the "
             "pod would stay Pending and KubeCluster would wait forever. Add such nodes or change "
             "the scheduler pool",
