@@ -92,8 +92,18 @@ def same_answers(plain: Inventory, fast: Inventory, pod_spec: Any) -> None:
     assert {dc: names(ns) for dc, ns in fast.classes().items()} == {
         dc: names(ns) for dc, ns in plain.classes().items()
     }
+    for dc, members in plain_classes.items():
+        for resource in ("nvidia.com/gpu", "nvidia.com/mig-1g.10gb"):
+            assert fast.allocatable(fast_classes[dc], resource) == plain.allocatable(
+                members, resource
+            )
+        assert fast.legacy_labels(fast_classes[dc]) == plain.legacy_labels(members)
     for dc in plain.classes():
         assert names(fast.of_class(dc)) == names(plain.of_class(dc))
+        assert fast.legacy_labels(fast.of_class(dc)) == plain.legacy_labels(plain.of_class(dc))
+        assert fast.allocatable(fast.of_class(dc), "nvidia.com/gpu") == plain.allocatable(
+            plain.of_class(dc), "nvidia.com/gpu"
+        )
     assert names(fast.nodes) == names(plain.nodes)
 
 

@@ -312,11 +312,14 @@ class DriftWatch:
                 await asyncio.sleep(0)
             if self.first_pass_seconds is None:
                 self.first_pass_seconds = time.monotonic() - state.started
-                log.info(
+                drifted = sum(self.specs.counts().values())
+                log.log(
+                    logging.WARNING if drifted else logging.INFO,
                     f"Drift watch: first pass over {len(self._clusters)} DaskClusters done "
-                    f"{self.first_pass_seconds:.2f} s after start; "
-                    f"{sum(self.specs.counts().values())} lack parity, "
-                    f"{sum(self.places.counts().values())} run on another driver than their workers"
+                    f"{self.first_pass_seconds:.2f} s after start: {drifted} lack GPU parity "
+                    f"(a ParityDrift Event on each), "
+                    f"{sum(self.places.counts().values())} run on another driver than their "
+                    "workers",
                 )
 
     def _check(self, key: Key, what: int) -> None:
@@ -357,7 +360,8 @@ class DriftWatch:
         repair = policy.drift_repair and report.repair_patch is not None
         message = report.message(repairing=repair)
         self._post(self._ref(key, cluster), "Warning", "ParityDrift", message)
-        log.warning(message)
+        if self.first_pass_seconds is not None:  # the first pass sums up in one line
+            log.warning(message)
         if repair and report.repair_patch:
             self._repair(
                 key, cluster, deployment.name, report.repair_patch, "Scheduler Deployment patched"

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory, node_fits
@@ -77,10 +78,24 @@ class _Shape:
     driver_class: DriverClass | None
 
 
-class _Fitting(list[GpuNode]):
+class _Members(list[GpuNode]):
+    """Nodes, and the shapes they come from with how many of each (for sums per shape)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: list[tuple[_Shape, int]] = []
+
+    def take(self, shape: _Shape, members: Sequence[GpuNode]) -> None:
+        self.extend(members)
+        self.shapes.append((shape, len(members)))
+
+
+class _Fitting(_Members):
     """``fitting()``'s answer, carrying its nodes grouped by driver class (for ``classes``)."""
 
-    grouped: dict[DriverClass, list[GpuNode]]
+    def __init__(self) -> None:
+        super().__init__()
+        self.grouped: dict[DriverClass, _Members] = {}
 
 
 class IndexedInventory(Inventory):
@@ -133,37 +148,57 @@ class IndexedInventory(Inventory):
     def fitting(self, pod_spec: Any) -> list[GpuNode]:
         """The nodes that could take a pod with ``pod_spec``, grouped by class as a side dish."""
         out = _Fitting()
-        out.grouped = {}
         per_node = self._per_node_spec(pod_spec)
         for shape in self._shapes:
             if per_node:
-                members: list[GpuNode] | tuple[GpuNode, ...] = [
-                    n for n in shape.members if node_fits(n, pod_spec)
-                ]
+                members: Sequence[GpuNode] = [n for n in shape.members if node_fits(n, pod_spec)]
             elif node_fits(shape.representative, pod_spec):
                 members = shape.members
             else:
                 continue
-            out.extend(members)
-            if shape.driver_class is not None and members:
-                out.grouped.setdefault(shape.driver_class, []).extend(members)
+            if not members:
+                continue
+            out.take(shape, members)
+            if shape.driver_class is not None:
+                out.grouped.setdefault(shape.driver_class, _Members()).take(shape, members)
         return out
 
     def classes(self, nodes: Any = None) -> dict[DriverClass, list[GpuNode]]:
         """Nodes grouped by driver class: precomputed per shape, never recomputed per node."""
         if isinstance(nodes, _Fitting):
-            return {dc: list(members) for dc, members in nodes.grouped.items()}
+            return dict(nodes.grouped)
         if nodes is not None:
             return super().classes(nodes)
         grouped: dict[DriverClass, list[GpuNode]] = {}
         for shape in self._shapes:
             if shape.driver_class is not None:
-                grouped.setdefault(shape.driver_class, []).extend(shape.members)
+                members = grouped.setdefault(shape.driver_class, _Members())
+                assert isinstance(members, _Members)
+                members.take(shape, shape.members)
         return grouped
 
     def of_class(self, dc: DriverClass) -> list[GpuNode]:
         """The nodes of one driver class."""
-        return [n for s in self._shapes if s.driver_class == dc for n in s.members]
+        out = _Members()
+        for shape in self._shapes:
+            if shape.driver_class == dc:
+                out.take(shape, shape.members)
+        return out
+
+    def allocatable(self, nodes: Sequence[GpuNode], resource: str) -> Decimal:
+        """The total of ``resource``: per shape (all its nodes have the same), not per node."""
+        if not isinstance(nodes, _Members):
+            return super().allocatable(nodes, resource)
+        return sum(
+            (s.representative.allocatable.get(resource, Decimal(0)) * n for s, n in nodes.shapes),
+            Decimal(0),
+        )
+
+    def legacy_labels(self, nodes: Sequence[GpuNode]) -> bool:
+        """Whether any shape of ``nodes`` has only the legacy driver labels."""
+        if not isinstance(nodes, _Members):
+            return super().legacy_labels(nodes)
+        return any(s.representative.uses_legacy_labels for s, _ in nodes.shapes)
 
 
 @dataclass(frozen=True)

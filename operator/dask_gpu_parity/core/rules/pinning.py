@@ -25,8 +25,8 @@ from .context import Context
 __all__ = ["pin_driver_class", "schedulable"]
 
 
-def _pin_expressions(dc: DriverClass, nodes: list[GpuNode]) -> list[dict[str, Any]]:
-    if all(not n.uses_legacy_labels for n in nodes):
+def _pin_expressions(dc: DriverClass, legacy: bool) -> list[dict[str, Any]]:
+    if not legacy:
         return [
             {"key": DRIVER_FULL, "operator": "In", "values": [dc.driver]},
             {"key": CUDA_FULL, "operator": "In", "values": [dc.cuda]},
@@ -58,12 +58,12 @@ def pin_driver_class(
     resource = ctx.view.worker_gpus[0].resource
 
     def capacity(item: tuple[DriverClass, list[GpuNode]]) -> tuple[Decimal, DriverClass]:
-        return sum((n.allocatable.get(resource, Decimal(0)) for n in item[1]), Decimal(0)), item[0]
+        return inventory.allocatable(item[1], resource), item[0]
 
     candidates = []
     for dc, nodes in classes.items():
         trial = copy_json(scheduler.spec)
-        add_expressions(trial, _pin_expressions(dc, nodes))
+        add_expressions(trial, _pin_expressions(dc, inventory.legacy_labels(nodes)))
         if inventory.fits_any(trial):
             candidates.append((dc, nodes))
     if not candidates:
@@ -71,7 +71,7 @@ def pin_driver_class(
     if ctx.policy.placement.value != "pin-driver-class":
         return [], None
     chosen, nodes = max(candidates, key=capacity)
-    exprs = _pin_expressions(chosen, inventory.of_class(chosen))
+    exprs = _pin_expressions(chosen, inventory.legacy_labels(inventory.of_class(chosen)))
     fixable = add_expressions(worker.spec, exprs) and add_expressions(scheduler.spec, exprs)
     listed = "; ".join(str(dc) for dc in sorted(classes))
     total, _ = capacity((chosen, nodes))
