@@ -151,6 +151,7 @@ class ParityOperator:
         *,
         drift: bool = True,
         extra_args: tuple[str, ...] = (),
+        executable: Path | None = None,
     ) -> None:
         self.control_plane = control_plane
         self.api = api
@@ -163,6 +164,8 @@ class ParityOperator:
         self.port, self.metrics_port, self.health_port = _distinct_ports(3)
         self.drift = drift
         self.extra_args = extra_args
+        # This venv's by default; a benchmark may run the operator from a lean one (as the image).
+        self.executable = executable or Path(sys.executable).with_name("dask-gpu-parity")
         self.process: Process | None = None
         self.webhooks_applied = False
         self.owns_crd: bool | None = None  # whether start() installed our CRD
@@ -188,8 +191,26 @@ class ParityOperator:
             "--timeout=60s",
             f"crd/{POLICY_CRD}",
         )
-        argv = [
-            str(Path(sys.executable).with_name("dask-gpu-parity")),
+        self.launch()
+        assert self.process is not None
+        try:
+            self.process.wait_until(self._tls_accepts, timeout, "serving TLS", interval=0.2)
+            self.process.wait_until(
+                lambda: self.metrics() is not None, timeout, "serving /metrics", interval=0.2
+            )
+            if webhooks:
+                self.apply_webhooks()
+                self.process.wait_until(self._warm, timeout, "warm (indices)", interval=0.5)
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_seconds = time.monotonic() - t0
+        return self
+
+    def argv(self) -> list[str]:
+        """The command line of ``dask-gpu-parity run`` on this operator's ports and files."""
+        return [
+            str(self.executable),
             "run",
             "--tls-cert",
             str(self.cert),
@@ -206,22 +227,26 @@ class ParityOperator:
             *(() if self.drift else ("--no-drift",)),
             *self.extra_args,
         ]
-        env = {**self.control_plane.env, "PYTHONWARNINGS": "ignore"}
+
+    def launch(self, env: Mapping[str, str] | None = None) -> Process:
+        """Start the process and return at once (benchmarks time what follows themselves)."""
+        env = {**self.control_plane.env, "PYTHONWARNINGS": "ignore", **(env or {})}
         self.started_at = dt.datetime.now(dt.UTC)
-        self.process = Process("dask-gpu-parity", argv, self.log_path, env=env)
-        try:
-            self.process.wait_until(self._tls_accepts, timeout, "serving TLS", interval=0.2)
-            self.process.wait_until(
-                lambda: self.metrics() is not None, timeout, "serving /metrics", interval=0.2
-            )
-            if webhooks:
-                self.apply_webhooks()
-                self.process.wait_until(self._warm, timeout, "warm (indices)", interval=0.5)
-        except BaseException:
-            self.stop()
-            raise
-        self.ready_seconds = time.monotonic() - t0
-        return self
+        self.process = Process("dask-gpu-parity", self.argv(), self.log_path, env=env)
+        return self.process
+
+    def restart(self, *, timeout: float = 120) -> float:
+        """Stop the process and start a new one, webhook configurations left in place.
+
+        As a rolling restart with ``failurePolicy: Fail`` looks to the API server: creates fail
+        while no process serves. Returns the seconds until the new one accepted TLS.
+        """
+        if self.process is not None:
+            self.process.stop(timeout=20)
+            self.process = None
+        t0 = time.monotonic()
+        self.start(webhooks=False, timeout=timeout)
+        return time.monotonic() - t0
 
     def stop(self) -> None:
         """Delete the webhook configurations, then stop the process group."""

@@ -43,6 +43,8 @@ DRIFT_VERBS = frozenset(
         ("kubernetes.dask.org", "daskclusters", "watch"),
         ("apps", "deployments", "list"),
         ("apps", "deployments", "watch"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
         ("", "events", "create"),
     }
 )

@@ -8,7 +8,6 @@ scheduler without parity. This module compares the Deployment's pod template wit
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import Operation, diff
-from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.core.plain import as_map, copy_json
 from dask_gpu_parity.core.policy import Policy
 
 __all__ = ["Report", "Tracker"]
@@ -55,11 +54,16 @@ class Report:
 
 
 class Tracker:
-    """Drifted clusters by namespace, reported once per Deployment generation."""
+    """Drifted clusters by namespace, reported once per Deployment generation.
+
+    Counts are kept as verdicts change, never recounted: publishing them costs the number of
+    namespaces, not of clusters.
+    """
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], Any] = {}
-        self._drifted: dict[tuple[str, str], bool] = {}
+        self._drifted: set[tuple[str, str]] = set()
+        self._counts: dict[str, int] = {}
 
     def check(
         self,
@@ -72,11 +76,11 @@ class Tracker:
         meta = as_map(deployment.get("metadata"))
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         template = as_map(as_map(as_map(deployment.get("spec")).get("template")).get("spec"))
-        synthetic = copy.deepcopy(dict(cluster))
+        synthetic = copy_json(dict(cluster))
         spec = synthetic.setdefault("spec", {})
         if not isinstance(spec, dict) or not isinstance(spec.get("scheduler"), dict):
             return None
-        spec["scheduler"]["spec"] = copy.deepcopy(dict(template))
+        spec["scheduler"]["spec"] = copy_json(dict(template))
         result = evaluate(synthetic, policy, inventory)
         findings = tuple(
             f
@@ -84,24 +88,39 @@ class Tracker:
             if f.code not in _NOT_DRIFT and (f.severity is Severity.ERROR or f.fixable)
         )
         key = (namespace, str(as_map(cluster.get("metadata")).get("name", "")))
-        self._drifted[key] = bool(findings)
+        self._mark(key, drifted=bool(findings))
         if not findings:
+            self._seen.pop(key, None)
             return None
         fixed = result.patched["spec"]["scheduler"]["spec"]
         ops = [{**op, "path": "/spec/template/spec" + op["path"]} for op in diff(template, fixed)]
         generation = meta.get("generation"), meta.get("uid")
-        new = self._seen.get((namespace, name)) != generation
-        self._seen[(namespace, name)] = generation
+        new = self._seen.get(key) != generation
+        self._seen[key] = generation
         return Report(namespace, key[1], name, findings, ops or None, new)
 
     def forget(self, namespace: str, cluster: str) -> None:
-        """Drop a cluster whose scheduler Deployment is gone."""
-        self._drifted.pop((namespace, cluster), None)
+        """Drop a cluster whose scheduler Deployment is gone (or that opted out)."""
+        self._mark((namespace, cluster), drifted=False)
+        self._seen.pop((namespace, cluster), None)
+
+    def drifted(self, namespace: str, cluster: str) -> bool:
+        """Whether the cluster was drifted at its last check."""
+        return (namespace, cluster) in self._drifted
 
     def counts(self) -> dict[str, int]:
-        """Drifted clusters per namespace."""
-        out: dict[str, int] = {}
-        for (namespace, _), drifted in self._drifted.items():
-            if drifted:
-                out[namespace] = out.get(namespace, 0) + 1
-        return out
+        """Drifted clusters per namespace (namespaces with none left out)."""
+        return dict(self._counts)
+
+    def _mark(self, key: tuple[str, str], *, drifted: bool) -> None:
+        if drifted == (key in self._drifted):
+            return
+        namespace = key[0]
+        if drifted:
+            self._drifted.add(key)
+            self._counts[namespace] = self._counts.get(namespace, 0) + 1
+        else:
+            self._drifted.discard(key)
+            self._counts[namespace] -= 1
+            if not self._counts[namespace]:
+                del self._counts[namespace]

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
-__all__ = ["ApiError", "patch_deployment", "read_dask_cluster"]
+__all__ = ["ApiError", "configuration", "patch_deployment", "read_dask_cluster"]
 
 
 class ApiError(Exception):
@@ -24,16 +24,25 @@ class ApiError(Exception):
 
 
 @functools.cache
-def _api() -> client.ApiClient:
-    """One client for the process: loading the config reads files and builds TLS contexts."""
-    configuration = client.Configuration()
+def configuration() -> client.Configuration:
+    """Where the API server is and how to authenticate (service account, else kubeconfig).
+
+    Loaded once (it reads files); the watch streams use it too (``apiserver.py``).
+    """
+    loaded = client.Configuration()
     try:
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        config.load_incluster_config(client_configuration=loaded)  # type: ignore[no-untyped-call]
     except config.ConfigException:
-        config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        config.load_kube_config(client_configuration=loaded)  # type: ignore[no-untyped-call]
     # One retry (a pooled connection the server closed); callers bound the time themselves.
-    configuration.retries = 1
-    return client.ApiClient(configuration)
+    loaded.retries = 1
+    return loaded
+
+
+@functools.cache
+def _api() -> client.ApiClient:
+    """One client for the process: it builds TLS contexts and pools connections."""
+    return client.ApiClient(configuration())
 
 
 def read_dask_cluster(namespace: str, name: str, *, timeout: float) -> dict[str, Any] | None:

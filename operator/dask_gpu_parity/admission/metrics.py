@@ -1,20 +1,32 @@
-"""Prometheus metrics of the operator, served on their own port."""
+"""Prometheus metrics and ``/readyz``, served from a thread of their own.
+
+The exporter's thread never reads the operator's live state: the event loop publishes an
+immutable :class:`Snapshot` (one reference, swapped whole) and scrapes read that. Counters and
+histograms of admission are prometheus_client's own, which lock themselves.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 
 __all__ = [
     "ADMISSIONS",
     "ADMISSION_SECONDS",
     "DENIALS",
-    "DRIFT",
     "FIXES",
-    "GPU_NODES",
     "REGISTRY",
+    "Snapshot",
+    "current",
+    "publish",
     "serve",
 ]
 
@@ -36,40 +48,173 @@ FIXES = Counter(
     "dgp_fixes", "Fixes applied at admission, by finding code", ["code"], registry=REGISTRY
 )
 DENIALS = Counter("dgp_denials", "Admission denials, by finding code", ["code"], registry=REGISTRY)
-DRIFT = Gauge(
-    "dgp_drifted_clusters",
-    "GPU DaskClusters whose scheduler Deployment lacks parity, by namespace",
-    ["namespace"],
-    registry=REGISTRY,
-)
 
 
-class _GpuNodes:
-    """``dgp_gpu_nodes{driver, cuda}``, computed at scrape time from the node inventory."""
+@dataclass(frozen=True)
+class InformerFigures:
+    """One informer, as published."""
 
-    def __init__(self) -> None:
-        self._source: Callable[[], dict[tuple[str, str], int]] = dict
+    resource: str
+    synced: bool
+    objects: int
+    lists: int
+    events: int
 
-    def set_function_source(self, source: Callable[[], dict[tuple[str, str], int]]) -> None:
-        """Read the counts from ``source`` at each scrape."""
-        self._source = source
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        """Yield the gauge family (prometheus_client's collector protocol)."""
-        family = GaugeMetricFamily(
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything ``/metrics`` and ``/readyz`` show, as of one moment of the event loop."""
+
+    ready: bool = False
+    waiting: tuple[str, ...] = ("nodes", "namespaces", "daskgpupolicies")
+    gpu_nodes: tuple[tuple[str, str, int], ...] = ()  # (driver, cuda, nodes); "" unlabelled
+    gpu_shapes: int = 0
+    informers: tuple[InformerFigures, ...] = ()
+    drifted: tuple[tuple[str, int], ...] = ()  # (namespace, clusters)
+    mismatched: tuple[tuple[str, int], ...] = ()  # (namespace, clusters)
+    drift_watched: int = 0
+    drift_pending: int = 0
+    drift_checks: int = 0
+    drift_first_pass_seconds: float | None = None
+
+
+_current = Snapshot()
+
+
+def publish(snapshot: Snapshot) -> None:
+    """Make ``snapshot`` what scrapes read (called on the event loop)."""
+    global _current  # noqa: PLW0603  # one reference, swapped whole: atomic for readers
+    _current = snapshot
+
+
+def current() -> Snapshot:
+    """The snapshot scrapes read now."""
+    return _current
+
+
+def _gauge(
+    name: str, doc: str, labels: list[str], rows: Iterable[tuple[Any, ...]]
+) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=labels)
+    for *values, number in rows:
+        family.add_metric([str(v) for v in values], number)
+    return family
+
+
+class _SnapshotCollector:
+    """The operator's gauges, from the published snapshot only."""
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the families (prometheus_client's collector protocol)."""
+        s = _current  # one read: every family below comes from the same moment
+        yield _gauge(
+            "dgp_ready",
+            "1 once nodes, namespaces and policies are listed",
+            [],
+            [(1.0 if s.ready else 0.0,)],
+        )
+        yield _gauge(
             "dgp_gpu_nodes",
             "GPU nodes in the inventory, by driver class",
-            labels=["driver", "cuda"],
+            ["driver", "cuda"],
+            s.gpu_nodes,
         )
-        for (driver, cuda), count in sorted(self._source().items()):
-            family.add_metric([driver, cuda], count)
-        yield family
+        yield _gauge(
+            "dgp_gpu_node_shapes",
+            "Distinct GPU node shapes (placement is evaluated once per shape)",
+            [],
+            [(s.gpu_shapes,)],
+        )
+        yield _gauge(
+            "dgp_informer_synced",
+            "1 once the resource's first LIST is applied in full",
+            ["resource"],
+            [(i.resource, 1.0 if i.synced else 0.0) for i in s.informers],
+        )
+        yield _gauge(
+            "dgp_informer_objects",
+            "Objects of the resource the operator holds",
+            ["resource"],
+            [(i.resource, i.objects) for i in s.informers],
+        )
+        lists = CounterMetricFamily(
+            "dgp_informer_lists", "Complete LISTs (the first, and relists)", labels=["resource"]
+        )
+        events = CounterMetricFamily(
+            "dgp_informer_events", "Watch events applied", labels=["resource"]
+        )
+        for i in s.informers:
+            lists.add_metric([i.resource], i.lists)
+            events.add_metric([i.resource], i.events)
+        yield lists
+        yield events
+        yield _gauge(
+            "dgp_drifted_clusters",
+            "GPU DaskClusters whose scheduler Deployment lacks parity, by namespace",
+            ["namespace"],
+            s.drifted,
+        )
+        yield _gauge(
+            "dgp_driver_mismatched_clusters",
+            "DaskClusters whose scheduler pod runs on another driver class than its workers",
+            ["namespace"],
+            s.mismatched,
+        )
+        yield _gauge(
+            "dgp_drift_watched_clusters",
+            "DaskClusters the drift watch holds",
+            [],
+            [(s.drift_watched,)],
+        )
+        yield _gauge(
+            "dgp_drift_pending_checks",
+            "Clusters waiting to be checked again",
+            [],
+            [(s.drift_pending,)],
+        )
+        checks = CounterMetricFamily("dgp_drift_checks", "Cluster checks made by the drift watch")
+        checks.add_metric([], s.drift_checks)
+        yield checks
+        if s.drift_first_pass_seconds is not None:
+            yield _gauge(
+                "dgp_drift_first_pass_seconds",
+                "Seconds from start until every DaskCluster had been checked once",
+                [],
+                [(s.drift_first_pass_seconds,)],
+            )
 
 
-GPU_NODES = _GpuNodes()
-REGISTRY.register(GPU_NODES)
+REGISTRY.register(_SnapshotCollector())
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's name
+        """No access log (a line per scrape and probe)."""
+
+
+def _app() -> Callable[..., Iterable[bytes]]:
+    metrics_app = make_wsgi_app(REGISTRY)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != "/readyz":
+            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
+        s = _current
+        if s.ready:
+            status, body = "200 OK", b"ok\n"
+        else:
+            waiting = ", ".join(s.waiting) or "startup"
+            status, body = "503 Service Unavailable", f"waiting for: {waiting}\n".encode()
+        start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
 
 
 def serve(port: int, addr: str = "0.0.0.0") -> None:
-    """Serve ``/metrics`` in a background thread."""
-    start_http_server(port, addr=addr, registry=REGISTRY)
+    """Serve ``/metrics`` and ``/readyz`` in a background thread."""
+
+    class Server(ThreadingWSGIServer):
+        address_family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+    httpd = make_server(addr, port, _app(), Server, handler_class=_Quiet)
+    threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp.web
@@ -30,6 +30,10 @@ __all__ = ["WebhookServer"]
 
 log = logging.getLogger("dask_gpu_parity")
 _READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
+_LOADING = (
+    "dask-gpu-parity is still listing nodes, namespaces and policies: this resource was not "
+    "checked. Recreate it to have it checked"
+)
 
 
 class _TooLargeError(Exception):
@@ -46,6 +50,17 @@ class WebhookServer(kopf.WebhookServer):
     def __init__(self, state: OperatorState, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.state = state
+
+    async def __call__(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        """Listen only once nodes, namespaces and policies are listed in full.
+
+        Until then the port is closed, so the readiness probe (a TCP connect) fails, the
+        Service sends requests to other replicas, and nothing is admitted, denied or pinned
+        from a partial inventory or without a policy that exists.
+        """
+        await self.state.ready.wait()
+        async for config in super().__call__(fn):
+            yield config
 
     async def _serve(  # type: ignore[override]  # kopf's is static; it calls self._serve(fn, request)
         self, fn: kopf.WebhookFn, request: aiohttp.web.Request
@@ -88,6 +103,8 @@ class WebhookServer(kopf.WebhookServer):
         meta_namespace = as_map(obj.get("metadata")).get("namespace")
         namespace = str(request.get("namespace") or meta_namespace or "")
         state = self.state
+        if not state.ready.is_set():  # never, as it does not listen before; but never a verdict
+            return reviews.review(data, allowed=True, warnings=(_LOADING,))
         labels, skip = state.namespace(namespace)
         policy, inventory = state.policy(labels), state.inventory()
         action, _, kind = webhook.partition("-")

@@ -1,26 +1,42 @@
-"""The running operator's state, in one owner: options, kopf's indices, inventory, drift.
+"""The running operator's state, in one owner: what the informers keep, readiness, drift.
 
-kopf fills the indices as it watches; the webhook server and the drift watch read them through
-:class:`OperatorState`, never through module globals.
+Informers (``informer.py``) list then watch nodes, namespaces and DaskGPUPolicies into the sinks
+below; the webhook server and the drift watch read them through :class:`OperatorState`, on the
+event loop. Ready means right: the webhook server does not listen until all three have been
+listed in full (``ready``), so no verdict is ever made from half an inventory or without a
+policy that exists. ``/metrics`` and ``/readyz`` read a snapshot that :meth:`publish` swaps in.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dask_gpu_parity.core.inventory import GpuNode, Inventory
-from dask_gpu_parity.core.policy import Policy, select
+from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.core.policy import Policy, PolicyError, select
+from dask_gpu_parity.core.policy_manifest import load
+from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, SKIP_ANNOTATION
 
-from . import drift
+from . import metrics
+from .apiserver import ApiServer
+from .informer import Informer, Resource, object_key
+from .nodeindex import NodeChange, NodeIndex
 
-__all__ = ["INDEX_NAMES", "OperatorState", "Options"]
+__all__ = ["REQUIRED", "OperatorState", "Options"]
 
-# The kopf indices (handler ids in ``handlers.py``): the webhooks read the first three;
-# ``dask_clusters`` is the drift watch's, registered only with it.
-INDEX_NAMES = ("policies", "namespaces", "gpu_nodes", "dask_clusters")
+log = logging.getLogger("dask_gpu_parity")
+
+NODES = Resource("nodes", "/api/v1/nodes")
+NAMESPACES = Resource("namespaces", "/api/v1/namespaces")
+POLICIES = Resource(POLICY_PLURAL, f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}")
+REQUIRED = (NODES, NAMESPACES, POLICIES)  # listed in full before any webhook answer
+_PUBLISH_SECONDS = 0.5  # /metrics trails the event loop by at most this
 
 
 @dataclass(frozen=True)
@@ -36,58 +52,220 @@ class Options:
     drift: bool = True
 
 
+class _Nodes:
+    """GPU nodes, reduced to what placement reads, into the shape index."""
+
+    def __init__(self, state: OperatorState) -> None:
+        self.state = state
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        name = object_key(obj)
+        self.state.node_changed(self.state.nodes.upsert(GpuNode.from_node(obj), name))
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self.state.node_changed(self.state.nodes.delete(key))
+
+    def listed(self) -> None:
+        pass
+
+
+class _Namespaces:
+    """Labels of every namespace, and whether it opted out."""
+
+    def __init__(self, state: OperatorState) -> None:
+        self.state = state
+        self.items: dict[str, tuple[dict[str, str], bool]] = {}
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        meta = as_map(obj.get("metadata"))
+        labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
+        flag = as_map(meta.get("annotations")).get(SKIP_ANNOTATION, labels.get(SKIP_ANNOTATION))
+        entry = (labels, str(flag).lower() == "true")
+        name = str(meta.get("name", ""))
+        if self.items.get(name) != entry:
+            self.items[name] = entry
+            self.state.namespace_changed(name)
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        if self.items.pop(key, None) is not None:
+            self.state.namespace_changed(key)
+
+    def listed(self) -> None:
+        pass
+
+
+class _Policies:
+    """Valid DaskGPUPolicies by name; an invalid one is logged and ignored."""
+
+    def __init__(self, state: OperatorState) -> None:
+        self.state = state
+        self.items: dict[str, Policy] = {}
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        name = object_key(obj)
+        try:
+            policy: Policy | None = load(dict(obj))
+        except PolicyError as exc:
+            log.error(f"DaskGPUPolicy {name} is invalid and ignored: {exc}")
+            policy = None
+        if self.items.get(name) == policy:
+            return
+        if policy is None:
+            del self.items[name]
+        else:
+            self.items[name] = policy
+        self.state.policies_changed()
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        if self.items.pop(key, None) is not None:
+            self.state.policies_changed()
+
+    def listed(self) -> None:
+        pass
+
+
 class OperatorState:
-    """What one operator process holds while it runs.
+    """What one operator process holds while it runs."""
 
-    Indices are kopf's ``kopf.Index`` objects (mapping-like: key -> store of values), handed
-    over by the startup handler once kopf has created them.
-    """
-
-    def __init__(self, options: Options, *, inventory_ttl: float = 1.0) -> None:
+    def __init__(self, options: Options, *, started: float | None = None) -> None:
         self.options = options
-        self.tracker = drift.Tracker()
-        self._indices: Mapping[str, Any] = {}
-        self._inventory_ttl = inventory_ttl
-        self._inventory_built = -float("inf")
-        self._inventory: Inventory | None = None
+        self.started = time.monotonic() if started is None else started
+        self.nodes = NodeIndex()
+        self._namespaces = _Namespaces(self)
+        self._policies = _Policies(self)
+        self.informers: list[Informer] = []
+        self.ready = asyncio.Event()
+        self.ready_at: float | None = None  # seconds after ``started``
+        self.drift: Any = None  # a driftwatch.DriftWatch when the drift watch runs
+        self._tasks: list[asyncio.Task[Any]] = []
 
-    def attach(self, indices: Mapping[str, Any]) -> None:
-        """Keep kopf's indices (empty at startup, filled as kopf watches)."""
-        self._indices = dict(indices)
+    # -- what the webhooks and the drift watch read ------------------------------------------
 
     def namespace(self, name: str) -> tuple[dict[str, str], bool]:
         """The namespace's labels and whether it opted out."""
-        for labels, skip in self._indices["namespaces"].get(name, []):
-            return labels, skip
-        return {"kubernetes.io/metadata.name": name}, False
+        found = self._namespaces.items.get(name)
+        return found if found is not None else ({"kubernetes.io/metadata.name": name}, False)
 
     def policy(self, labels: Mapping[str, str]) -> Policy:
         """The policy in force for a namespace with these labels."""
-        policies = self._indices["policies"]
-        return select((p for key in policies for p in policies[key]), labels)
+        return select(self._policies.items.values(), labels)
 
     def inventory(self) -> Inventory | None:
-        """The GPU nodes, or ``None`` before any was seen (placement rules off).
+        """The GPU nodes as of now (``None`` without any: placement rules off).
 
-        Rebuilt at most once per ``inventory_ttl`` seconds instead of per request: building it
-        walks and sorts every GPU node (milliseconds with thousands of nodes); node labels and
-        capacity change rarely, and the index itself lags the cluster by about as much.
+        An immutable snapshot, rebuilt from the node shapes only after a node changed.
         """
-        now = time.monotonic()
-        if now - self._inventory_built > self._inventory_ttl:
-            nodes = self._indices.get("gpu_nodes")
-            found: tuple[GpuNode, ...] = (
-                tuple(node for key in nodes for node in nodes[key]) if nodes is not None else ()
-            )
-            self._inventory = (
-                Inventory(tuple(sorted(found, key=lambda n: n.name))) if found else None
-            )
-            self._inventory_built = now
-        return self._inventory
+        return self.nodes.snapshot()
 
-    def cluster(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """A DaskCluster as indexed (drift watch only), if it is."""
-        clusters = self._indices.get("dask_clusters")
-        if clusters is None:
-            return None
-        return next(iter(clusters.get((namespace, name), [])), None)
+    def namespaces(self) -> list[str]:
+        """Every namespace listed."""
+        return list(self._namespaces.items)
+
+    # -- changes, from the sinks -----------------------------------------------------------
+
+    def node_changed(self, change: NodeChange) -> None:
+        """A node's reduced form changed (the drift watch re-checks the pods on it)."""
+        if self.drift is not None and change.changed:
+            self.drift.node_changed(change)
+
+    def namespace_changed(self, name: str) -> None:
+        """A namespace's labels or opt-out changed."""
+        if self.drift is not None:
+            self.drift.namespace_changed(name)
+
+    def policies_changed(self) -> None:
+        """A policy was added, changed or removed."""
+        if self.drift is not None:
+            self.drift.policies_changed()
+
+    # -- running ---------------------------------------------------------------------------
+
+    def start(self, api: ApiServer) -> None:
+        """Start the informers, readiness, the metrics publisher and then the drift watch.
+
+        The drift watch's informers start once the webhooks' are listed: on one core, listing
+        10,000 DaskClusters alongside would delay readiness by as long again.
+        """
+        for resource, sink in (
+            (NODES, _Nodes(self)),
+            (NAMESPACES, self._namespaces),
+            (POLICIES, self._policies),
+        ):
+            self._inform(api, resource, sink)
+        self._spawn(self._become_ready(), "readiness")
+        self._spawn(self._publisher(), "metrics publisher")
+        if self.drift is not None:
+            self._spawn(self._start_drift(api), "drift start")
+
+    async def _start_drift(self, api: ApiServer) -> None:
+        await self.ready.wait()
+        for resource, sink in self.drift.sinks():
+            self._inform(api, resource, sink)
+        self._spawn(self.drift.run(self), "drift watch")
+        self._spawn(self.drift.events.run(), "events")
+
+    def _inform(self, api: ApiServer, resource: Resource, sink: Any) -> None:
+        informer = Informer(api, resource, sink)
+        self.informers.append(informer)
+        self._spawn(informer.run(), f"informer {resource.kind}")
+
+    async def stop(self) -> None:
+        """Cancel what :meth:`start` started."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
+
+    def synced(self, *kinds: str) -> bool:
+        """Whether the informers of these resources have been listed in full."""
+        return all(i.synced.is_set() for i in self.informers if i.resource.kind in kinds)
+
+    def waiting(self) -> tuple[str, ...]:
+        """Required resources whose first LIST is not complete yet."""
+        synced = {i.resource.kind for i in self.informers if i.synced.is_set()}
+        return tuple(r.kind for r in REQUIRED if r.kind not in synced)
+
+    async def _become_ready(self) -> None:
+        kinds = {r.kind for r in REQUIRED}
+        await asyncio.gather(*(i.synced.wait() for i in self.informers if i.resource.kind in kinds))
+        self.ready_at = time.monotonic() - self.started
+        self.ready.set()
+        self.publish()
+        log.info(
+            f"Ready after {self.ready_at:.2f} s: {len(self.nodes)} GPU nodes in "
+            f"{len(self.nodes.class_counts())} driver classes, {len(self._policies.items)} "
+            f"policies, {len(self._namespaces.items)} namespaces"
+        )
+
+    async def _publisher(self) -> None:
+        while True:
+            self.publish()
+            await asyncio.sleep(_PUBLISH_SECONDS)
+
+    def publish(self) -> None:
+        """Swap in a new metrics snapshot (cost: classes, informers and namespaces, not nodes)."""
+        inventory = self.nodes.snapshot()
+        drift = self.drift.figures() if self.drift is not None else {}
+        metrics.publish(
+            metrics.Snapshot(
+                ready=self.ready.is_set(),
+                waiting=self.waiting(),
+                gpu_nodes=tuple(
+                    sorted(
+                        (dc.driver if dc else "", dc.cuda if dc else "", n)
+                        for dc, n in self.nodes.class_counts().items()
+                    )
+                ),
+                gpu_shapes=inventory.shapes if inventory is not None else 0,
+                informers=tuple(
+                    metrics.InformerFigures(s.kind, s.synced, s.objects, s.lists, s.events)
+                    for s in (i.status() for i in self.informers)
+                ),
+                **drift,
+            )
+        )

@@ -124,9 +124,40 @@ class GpuNode:
 
 @dataclass(frozen=True)
 class Inventory:
-    """The GPU nodes of a cluster."""
+    """The GPU nodes of a cluster.
+
+    Rules ask it questions (``fitting``, ``fits_any``, ``classes``, ``of_class``, ``size``,
+    ``allocatable``, ``legacy_labels``, ``unlabelled``, ``labelled``, ``provider``) rather than
+    walking ``nodes``: the operator hands in a subclass that answers them from nodes grouped as
+    they arrive, so a request's work does not grow with the node count.
+    """
 
     nodes: tuple[GpuNode, ...]
+
+    @property
+    def size(self) -> int:
+        """How many GPU nodes there are."""
+        return len(self.nodes)
+
+    def fits_any(self, pod_spec: Any, *, extended_tolerations: bool = False) -> bool:
+        """Whether some node could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
+        return any(node_fits(n, pod_spec, extended_tolerations) for n in self.nodes)
+
+    def unlabelled(self, nodes: Sequence[GpuNode] | None = None) -> list[GpuNode]:
+        """The nodes (of ``nodes``, else all) without GFD driver labels."""
+        return [n for n in (self.nodes if nodes is None else nodes) if n.driver_class is None]
+
+    def of_class(self, dc: DriverClass) -> list[GpuNode]:
+        """The nodes of one driver class."""
+        return [n for n in self.nodes if n.driver_class == dc]
+
+    def allocatable(self, nodes: Sequence[GpuNode], resource: str) -> Decimal:
+        """How much of ``resource`` ``nodes`` (from ``classes`` or ``of_class``) have in all."""
+        return sum((n.allocatable.get(resource, Decimal(0)) for n in nodes), Decimal(0))
+
+    def legacy_labels(self, nodes: Sequence[GpuNode]) -> bool:
+        """Whether any of ``nodes`` has only the pre-2024 GFD driver labels."""
+        return any(n.uses_legacy_labels for n in nodes)
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[Mapping[str, Any]]) -> Inventory:

@@ -23,7 +23,6 @@ from dask_gpu_parity.core.inventory import (
     DriverClass,
     GpuNode,
     Inventory,
-    node_fits,
 )
 from dask_gpu_parity.core.plain import copy_json
 from dask_gpu_parity.core.providers import PoolClass
@@ -38,10 +37,10 @@ _UPGRADED = ("", "upgrade-done")
 NodeClass = DriverClass | PoolClass
 
 
-def _pin_expressions(nc: NodeClass, nodes: Sequence[GpuNode]) -> list[dict[str, Any]]:
+def _pin_expressions(nc: NodeClass, legacy: bool) -> list[dict[str, Any]]:
     if isinstance(nc, PoolClass):
         return [{"key": nc.label, "operator": "In", "values": [nc.pool]}]
-    if all(not n.uses_legacy_labels for n in nodes):
+    if not legacy:
         return [
             {"key": DRIVER_FULL, "operator": "In", "values": [nc.driver]},
             {"key": CUDA_FULL, "operator": "In", "values": [nc.cuda]},
@@ -88,7 +87,7 @@ def pin_driver_class(
     reachable = worker_nodes(ctx, inventory)
     classes = _classes(inventory, reachable)
     labelled = any(isinstance(nc, DriverClass) for nc in classes)
-    unlabelled = [n for n in reachable if n.driver_class is None] if labelled else []
+    unlabelled = inventory.unlabelled(reachable) if labelled else []
     fits = {
         nc: fit(nc, cuda) if cuda and isinstance(nc, DriverClass) else Fit.RUNS for nc in classes
     }
@@ -102,7 +101,7 @@ def pin_driver_class(
     resource = ctx.view.worker_gpus[0].resource
 
     def capacity(nodes: Sequence[GpuNode]) -> Decimal:
-        return sum((n.allocatable.get(resource, Decimal(0)) for n in nodes), Decimal(0))
+        return inventory.allocatable(nodes, resource)
 
     def rank(item: tuple[NodeClass, list[GpuNode]]) -> tuple[Any, ...]:
         nc, nodes = item
@@ -112,13 +111,14 @@ def pin_driver_class(
     candidates = []
     for nc, nodes in usable.items():
         trial = copy_json(scheduler.spec)
-        add_expressions(trial, _pin_expressions(nc, nodes))
-        if any(node_fits(n, trial, ctx.extended_tolerations) for n in inventory.nodes):
+        add_expressions(trial, _pin_expressions(nc, inventory.legacy_labels(nodes)))
+        if inventory.fits_any(trial, extended_tolerations=ctx.extended_tolerations):
             candidates.append((nc, nodes))
     if not candidates or ctx.policy.placement.value != "pin-driver-class":
         return [], None  # DGP013 explains why the scheduler fits nowhere
     chosen, nodes = max(candidates, key=rank)
-    exprs = _pin_expressions(chosen, [n for n in inventory.nodes if _member(n, chosen)])
+    legacy = isinstance(chosen, DriverClass) and inventory.legacy_labels(inventory.of_class(chosen))
+    exprs = _pin_expressions(chosen, legacy)
     fixable = add_expressions(worker.spec, exprs) and add_expressions(scheduler.spec, exprs)
     listed = "; ".join(str(nc) for nc in sorted(classes, key=str))
     if unlabelled:
@@ -143,12 +143,6 @@ def pin_driver_class(
     ]
     driver = chosen if isinstance(chosen, DriverClass) else None
     return findings + _older_minor(ctx, driver, fits[chosen]), driver
-
-
-def _member(node: GpuNode, nc: NodeClass) -> bool:
-    if isinstance(nc, PoolClass):
-        return node.labels.get(nc.label) == nc.pool
-    return node.driver_class == nc
 
 
 def _no_class(ctx: Context, classes: dict[NodeClass, list[GpuNode]]) -> Finding:

@@ -35,11 +35,12 @@ def schedulable(ctx: Context, inventory: Inventory, *, explained: bool) -> list[
     cuda, ert = ctx.view.cuda, ctx.extended_tolerations
     scheduler = ctx.view.scheduler
     fitting = inventory.fitting(scheduler.spec, extended_tolerations=ert)
-    if cuda is not None:  # a node of a class that cannot run the image is no home either
-        fitting = [
-            n for n in fitting if n.driver_class is None or fit(n.driver_class, cuda) is not Fit.NO
-        ]
-    if fitting:
+    if cuda is None:
+        home = bool(fitting)
+    else:  # a node of a class that cannot run the image is no home either
+        qualifies = any(fit(dc, cuda) is not Fit.NO for dc in inventory.classes(fitting))
+        home = qualifies or bool(inventory.unlabelled(fitting))
+    if home:
         return findings
     selector = as_map(scheduler.spec.get("nodeSelector"))
     shown = ", ".join(f"{k}={v}" for k, v in selector.items()) or "none"
@@ -51,7 +52,7 @@ def schedulable(ctx: Context, inventory: Inventory, *, explained: bool) -> list[
         Finding.of(
             "DGP013",
             scheduler.ptr,
-            f"No node can take the scheduler: none of the {len(inventory.nodes)} GPU nodes is "
+            f"No node can take the scheduler: none of the {inventory.size} GPU nodes is "
             f"usable{runs} and matches its nodeSelector ({shown}), affinity, tolerations and GPU "
             f"request{where}; the pod would stay Pending and KubeCluster would wait forever. Add "
             "such nodes or change the scheduler pool",
@@ -88,7 +89,7 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
     return Finding.of(
         "DGP022",
         worker.ptr,
-        f"No node can take the workers: none of the {len(inventory.nodes)} GPU nodes is usable, "
+        f"No node can take the workers: none of the {inventory.size} GPU nodes is usable, "
         f"matches their nodeSelector and affinity and has allocatable {resource} ({detail}); "
         "the worker pods would stay Pending. Add tolerations for the GPU nodes' taints, fix the "
         "selector, or add nodes",
@@ -97,7 +98,7 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
 
 def _unlabelled(ctx: Context, inventory: Inventory, workers: list[GpuNode]) -> list[Finding]:
     """DGP023: GPU nodes the workers reach carry no driver labels, so parity was not proven."""
-    unlabelled = [n for n in (workers or inventory.nodes) if n.driver_class is None]
+    unlabelled = inventory.unlabelled(workers if workers else None)
     if not unlabelled:
         return []
     provider = inventory.provider

@@ -1,0 +1,484 @@
+"""The drift watch: every DaskCluster's scheduler against parity, kept current.
+
+Two checks per cluster:
+
+- **spec**: the scheduler Deployment's pod template against what ``evaluate`` would make of it
+  (``drift.py``): clusters created before the webhooks, or while they were down;
+- **placement**: the driver class of the nodes the scheduler pod and the worker pods actually
+  run on (``placement.py``): driver upgrades rolling node by node under a running cluster.
+
+Informers feed three stores here (DaskClusters, scheduler Deployments, Dask pods); nodes,
+namespaces and policies come from the operator's state. A change marks the clusters it can
+affect, and one task checks marked clusters a slice at a time, so webhooks keep answering:
+
+=========================================================  ====================================
+change                                                     clusters checked again
+=========================================================  ====================================
+a DaskCluster, or its scheduler Deployment's template      that one: spec and placement
+a Dask pod bound, moved or gone                            that one: placement
+a node's driver class                                      those with pods on it: placement
+a namespace's labels or opt-out                            that namespace's
+a DaskGPUPolicy                                            those whose policy in force changed
+a node shape appears or disappears                         all: spec, at most once per 5 s
+a node joins or leaves an existing shape, status updates   none
+=========================================================  ====================================
+
+Stored per cluster: its spec without the scheduler's pod spec (the Deployment's template
+replaces it) and the template, each as compressed JSON; per pod, its node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import zlib
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.core.policy import Policy
+from dask_gpu_parity.names import (
+    CLUSTER_NAME_LABEL,
+    COMPONENT_LABEL,
+    DASK_API_VERSION,
+    DASK_GROUP,
+    DASK_VERSION,
+    SKIP_ANNOTATION,
+)
+
+from . import drift, placement
+from .informer import Resource, object_key
+from .nodeindex import NodeChange
+
+__all__ = ["CLUSTERS", "DEPLOYMENTS", "PODS", "DriftWatch"]
+
+log = logging.getLogger("dask_gpu_parity")
+
+CLUSTERS = Resource("daskclusters", f"/apis/{DASK_GROUP}/{DASK_VERSION}/daskclusters")
+DEPLOYMENTS = Resource(
+    "deployments", "/apis/apps/v1/deployments", label_selector=f"{COMPONENT_LABEL}=scheduler"
+)
+PODS = Resource("pods", "/api/v1/pods", label_selector=f"{COMPONENT_LABEL} in (scheduler,worker)")
+SPEC, PLACEMENT = 1, 2
+_SLICE_SECONDS = 0.02  # checks run this long, then the event loop serves others
+_RESHAPE_SECONDS = 5.0  # node shape changes are coalesced for this long
+
+
+class Events(Protocol):
+    """Where Events go (``events.EventPoster``): queued by ``post``, sent by ``run``."""
+
+    def post(self, ref: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        """Queue an Event on ``ref``."""
+
+    async def run(self) -> None:
+        """Send queued Events until cancelled."""
+
+
+# Injected by the wiring: patch a scheduler Deployment (JSON Patch).
+PatchDeployment = Callable[[str, str, list[dict[str, Any]]], Awaitable[None]]
+Key = tuple[str, str]  # (namespace, DaskCluster name)
+
+
+def _pack(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 1)
+
+
+def _unpack(blob: bytes) -> Any:
+    return json.loads(zlib.decompress(blob))
+
+
+@dataclass(frozen=True)
+class _Cluster:
+    uid: str
+    skip: bool
+    blob: bytes  # apiVersion, kind, metadata (name, namespace, uid), spec minus scheduler.spec
+
+
+@dataclass(frozen=True)
+class _Deployment:
+    key: Key
+    name: str
+    uid: str
+    generation: Any
+    blob: bytes  # spec.template.spec
+
+
+@dataclass(frozen=True)
+class _Pod:
+    key: Key
+    component: str
+    node: str
+
+
+class DriftWatch:
+    """The stores, the marks and the checking task of the drift watch."""
+
+    def __init__(self, events: Events, patch_deployment: PatchDeployment) -> None:
+        self.events = events
+        self._post = events.post
+        self._patch = patch_deployment
+        self.state: Any = None  # the OperatorState, given to run()
+        self.specs = drift.Tracker()
+        self.places = placement.Tracker()
+        self._clusters: dict[Key, _Cluster] = {}
+        self._by_namespace: dict[str, set[str]] = {}
+        self._deployments: dict[Key, _Deployment] = {}
+        self._deployment_keys: dict[str, Key] = {}  # "namespace/name" -> cluster
+        self._pods: dict[str, _Pod] = {}  # "namespace/name" -> pod
+        self._pods_of: dict[Key, set[str]] = {}
+        self._on_node: dict[str, dict[Key, int]] = {}
+        self._policy_of: dict[str, Policy] = {}
+        self._queue: deque[Key] = deque()
+        self._marks: dict[Key, int] = {}
+        self._wake = asyncio.Event()
+        self._reshape: asyncio.TimerHandle | None = None
+        self._repairs: set[asyncio.Task[None]] = set()
+        self.checks = 0
+        self.first_pass_seconds: float | None = None
+
+    # -- what the informers feed ---------------------------------------------------------------
+
+    def sinks(self) -> list[tuple[Resource, Any]]:
+        """The informers this watch needs, with their sinks."""
+        return [(CLUSTERS, _Clusters(self)), (DEPLOYMENTS, _Deployments(self)), (PODS, _Pods(self))]
+
+    def put_cluster(self, obj: Mapping[str, Any]) -> None:
+        """A DaskCluster listed, added or changed."""
+        meta = as_map(obj.get("metadata"))
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        spec = dict(as_map(obj.get("spec")))
+        scheduler = dict(as_map(spec.get("scheduler")))
+        scheduler.pop("spec", None)  # the Deployment's template stands in for it
+        spec["scheduler"] = scheduler
+        minimal = {
+            "apiVersion": obj.get("apiVersion", DASK_API_VERSION),
+            "kind": obj.get("kind", "DaskCluster"),
+            "metadata": {"name": key[1], "namespace": key[0], "uid": meta.get("uid", "")},
+            "spec": spec,
+        }
+        skip = str(as_map(meta.get("annotations")).get(SKIP_ANNOTATION, "")).lower() == "true"
+        record = _Cluster(str(meta.get("uid", "")), skip, _pack(minimal))
+        if self._clusters.get(key) == record:
+            return  # a status or annotation update of the dask operator
+        self._clusters[key] = record
+        self._by_namespace.setdefault(key[0], set()).add(key[1])
+        self.mark(key, SPEC | PLACEMENT)
+
+    def drop_cluster(self, key: Key) -> None:
+        """A DaskCluster is gone."""
+        if self._clusters.pop(key, None) is None:
+            return
+        names = self._by_namespace.get(key[0], set())
+        names.discard(key[1])
+        if not names:
+            self._by_namespace.pop(key[0], None)
+        self.specs.forget(*key)
+        self.places.forget(*key)
+
+    def put_deployment(self, obj: Mapping[str, Any]) -> None:
+        """A scheduler Deployment listed, added or changed."""
+        meta = as_map(obj.get("metadata"))
+        cluster = as_map(meta.get("labels")).get(CLUSTER_NAME_LABEL)
+        if not isinstance(cluster, str):
+            return
+        key = (str(meta.get("namespace", "")), cluster)
+        template = as_map(as_map(as_map(obj.get("spec")).get("template")).get("spec"))
+        record = _Deployment(
+            key,
+            str(meta.get("name", "")),
+            str(meta.get("uid", "")),
+            meta.get("generation"),
+            _pack(template),
+        )
+        if self._deployments.get(key) == record:
+            return  # a status update (replicas, conditions)
+        self._deployments[key] = record
+        self._deployment_keys[object_key(obj)] = key
+        self.mark(key, SPEC | PLACEMENT)
+
+    def drop_deployment(self, deployment: str) -> None:
+        """A scheduler Deployment (``namespace/name``) is gone."""
+        key = self._deployment_keys.pop(deployment, None)
+        if key is not None and self._deployments.pop(key, None) is not None:
+            self.specs.forget(*key)
+
+    def put_pod(self, obj: Mapping[str, Any]) -> None:
+        """A Dask pod listed, added or changed: only its node and role matter."""
+        meta = as_map(obj.get("metadata"))
+        labels = as_map(meta.get("labels"))
+        cluster, component = labels.get(CLUSTER_NAME_LABEL), labels.get(COMPONENT_LABEL)
+        node = as_map(obj.get("spec")).get("nodeName")
+        phase = as_map(obj.get("status")).get("phase")
+        name = object_key(obj)
+        if (
+            not isinstance(cluster, str)
+            or not isinstance(node, str)
+            or not node
+            or phase in ("Succeeded", "Failed")
+        ):
+            self.drop_pod(name)  # not running anywhere (yet, or any more)
+            return
+        pod = _Pod((str(meta.get("namespace", "")), cluster), str(component), node)
+        old = self._pods.get(name)
+        if old == pod:
+            return
+        if old is not None:
+            self.drop_pod(name)
+        self._pods[name] = pod
+        self._pods_of.setdefault(pod.key, set()).add(name)
+        on_node = self._on_node.setdefault(node, {})
+        on_node[pod.key] = on_node.get(pod.key, 0) + 1
+        self.mark(pod.key, PLACEMENT)
+
+    def drop_pod(self, name: str) -> None:
+        """A Dask pod is gone (or no longer bound to a node)."""
+        pod = self._pods.pop(name, None)
+        if pod is None:
+            return
+        names = self._pods_of.get(pod.key, set())
+        names.discard(name)
+        if not names:
+            self._pods_of.pop(pod.key, None)
+        on_node = self._on_node.get(pod.node, {})
+        on_node[pod.key] = on_node.get(pod.key, 1) - 1
+        if on_node[pod.key] <= 0:
+            del on_node[pod.key]
+        if not on_node:
+            self._on_node.pop(pod.node, None)
+        self.mark(pod.key, PLACEMENT)
+
+    # -- what the operator's state tells -----------------------------------------------------
+
+    def node_changed(self, change: NodeChange) -> None:
+        """A node changed: its pods' clusters if its class did; all if the shapes did."""
+        if change.before != change.after:
+            for key in list(self._on_node.get(change.name, ())):
+                self.mark(key, PLACEMENT)
+        if change.shapes_changed and self.first_pass_seconds is not None and not self._reshape:
+            loop = asyncio.get_running_loop()
+            self._reshape = loop.call_later(_RESHAPE_SECONDS, self._reshaped)
+
+    def _reshaped(self) -> None:
+        self._reshape = None
+        for key in self._clusters:
+            self.mark(key, SPEC)
+
+    def namespace_changed(self, namespace: str) -> None:
+        """A namespace's labels or opt-out changed."""
+        for name in self._by_namespace.get(namespace, ()):
+            self.mark((namespace, name), SPEC | PLACEMENT)
+
+    def policies_changed(self) -> None:
+        """A policy changed: clusters whose namespace now has another policy in force."""
+        if self.state is None:
+            return
+        for namespace, names in self._by_namespace.items():
+            if self._policy_of.get(namespace) != self.state.policy(
+                self.state.namespace(namespace)[0]
+            ):
+                for name in names:
+                    self.mark((namespace, name), SPEC | PLACEMENT)
+
+    def mark(self, key: Key, what: int) -> None:
+        """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
+        if key not in self._marks:
+            self._queue.append(key)
+            self._marks[key] = what
+        else:
+            self._marks[key] |= what
+        self._wake.set()
+
+    # -- checking ----------------------------------------------------------------------------
+
+    async def run(self, state: Any) -> None:
+        """Wait for every informer's first LIST, check all clusters once, then what changes."""
+        self.state = state
+        while not all(i.synced.is_set() for i in state.informers):
+            await asyncio.sleep(0.1)
+        for key in self._clusters:
+            self.mark(key, SPEC | PLACEMENT)
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                started = time.perf_counter()
+                while self._queue and time.perf_counter() - started < _SLICE_SECONDS:
+                    key = self._queue.popleft()
+                    self._check(key, self._marks.pop(key))
+                await asyncio.sleep(0)
+            if self.first_pass_seconds is None:
+                self.first_pass_seconds = time.monotonic() - state.started
+                drifted = sum(self.specs.counts().values())
+                log.log(
+                    logging.WARNING if drifted else logging.INFO,
+                    f"Drift watch: first pass over {len(self._clusters)} DaskClusters done "
+                    f"{self.first_pass_seconds:.2f} s after start: {drifted} lack GPU parity "
+                    f"(a ParityDrift Event on each), "
+                    f"{sum(self.places.counts().values())} run on another driver than their "
+                    "workers",
+                )
+
+    def _check(self, key: Key, what: int) -> None:
+        self.checks += 1
+        cluster = self._clusters.get(key)
+        labels, namespace_skip = self.state.namespace(key[0])
+        if cluster is None or cluster.skip or namespace_skip:
+            self.specs.forget(*key)
+            self.places.forget(*key)
+            return
+        policy = self.state.policy(labels)
+        self._policy_of[key[0]] = policy
+        try:
+            if what & SPEC:
+                self._check_spec(key, cluster, policy)
+            if what & PLACEMENT:
+                self._check_placement(key, cluster, policy)
+        except Exception:
+            log.exception(f"Checking DaskCluster {key[0]}/{key[1]} for drift failed")
+
+    def _check_spec(self, key: Key, cluster: _Cluster, policy: Policy) -> None:
+        deployment = self._deployments.get(key)
+        if deployment is None:
+            self.specs.forget(*key)
+            return
+        body = {
+            "metadata": {
+                "namespace": key[0],
+                "name": deployment.name,
+                "uid": deployment.uid,
+                "generation": deployment.generation,
+            },
+            "spec": {"template": {"spec": _unpack(deployment.blob)}},
+        }
+        report = self.specs.check(_unpack(cluster.blob), body, policy, self.state.inventory())
+        if report is None or not report.new:
+            return
+        repair = policy.drift_repair and report.repair_patch is not None
+        message = report.message(repairing=repair)
+        self._post(self._ref(key, cluster), "Warning", "ParityDrift", message)
+        if self.first_pass_seconds is not None:  # the first pass sums up in one line
+            log.warning(message)
+        if repair and report.repair_patch:
+            self._repair(
+                key, cluster, deployment.name, report.repair_patch, "Scheduler Deployment patched"
+            )
+
+    def _check_placement(self, key: Key, cluster: _Cluster, policy: Policy) -> None:
+        schedulers: list[placement.PodPlace] = []
+        workers: list[placement.PodPlace] = []
+        for name in self._pods_of.get(key, ()):
+            pod = self._pods[name]
+            place = placement.PodPlace(
+                name.partition("/")[2], pod.node, self.state.nodes.driver_class(pod.node)
+            )
+            (schedulers if pod.component == "scheduler" else workers).append(place)
+        if not placement.comparable(schedulers, workers):
+            if not self._pods_of.get(key):
+                self.places.forget(*key)  # no pod at all: stopped, or not started yet
+            return  # a pod being replaced: the last verdict stands
+        mismatch = placement.check(key[0], key[1], schedulers, workers)
+        news, before = self.places.update(key[0], key[1], mismatch)
+        if not news:
+            return
+        ref = self._ref(key, cluster)
+        if mismatch is None:
+            if before is not None:
+                now = next(s.driver_class for s in schedulers if s.driver_class)
+                text = before.restored(now)
+                self._post(ref, "Normal", "ParityDriverRestored", text)
+                log.info(f"DaskCluster {key[0]}/{key[1]}: {text}")
+            return
+        deployment = self._deployments.get(key)
+        target = mismatch.target
+        repair = policy.drift_repair and target is not None and deployment is not None
+        message = mismatch.message(repairing=repair)
+        self._post(ref, "Warning", "ParityDriverMismatch", message)
+        log.warning(f"DaskCluster {key[0]}/{key[1]}: {message}")
+        if repair and deployment is not None and target is not None:
+            ops = placement.repin(_unpack(deployment.blob), target)
+            if ops:
+                self._repair(
+                    key, cluster, deployment.name, ops, f"Scheduler Deployment pinned to {target}"
+                )
+
+    def _repair(
+        self, key: Key, cluster: _Cluster, deployment: str, ops: list[Any], done: str
+    ) -> None:
+        async def repair() -> None:
+            try:
+                await self._patch(key[0], deployment, ops)
+            except Exception as exc:
+                log.error(f"Repairing {key[0]}/{deployment} failed: {exc}")
+                self._post(self._ref(key, cluster), "Warning", "ParityRepairFailed", str(exc))
+                return
+            self._post(self._ref(key, cluster), "Normal", "ParityRepaired", done)
+
+        task = asyncio.create_task(repair(), name=f"repair {key[0]}/{deployment}")
+        self._repairs.add(task)
+        task.add_done_callback(self._repairs.discard)
+
+    @staticmethod
+    def _ref(key: Key, cluster: _Cluster) -> dict[str, Any]:
+        return {
+            "apiVersion": DASK_API_VERSION,
+            "kind": "DaskCluster",
+            "metadata": {"namespace": key[0], "name": key[1], "uid": cluster.uid},
+        }
+
+    def figures(self) -> dict[str, Any]:
+        """The watch's part of the metrics snapshot (namespaces, not clusters, are walked)."""
+        return {
+            "drifted": tuple(sorted(self.specs.counts().items())),
+            "mismatched": tuple(sorted(self.places.counts().items())),
+            "drift_watched": len(self._clusters),
+            "drift_pending": len(self._queue),
+            "drift_checks": self.checks,
+            "drift_first_pass_seconds": self.first_pass_seconds,
+        }
+
+
+class _Clusters:
+    def __init__(self, watch: DriftWatch) -> None:
+        self.watch = watch
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        self.watch.put_cluster(obj)
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        namespace, _, name = key.partition("/")
+        self.watch.drop_cluster((namespace, name))
+
+    def listed(self) -> None:
+        pass
+
+
+class _Deployments:
+    def __init__(self, watch: DriftWatch) -> None:
+        self.watch = watch
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        self.watch.put_deployment(obj)
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self.watch.drop_deployment(key)
+
+    def listed(self) -> None:
+        pass
+
+
+class _Pods:
+    def __init__(self, watch: DriftWatch) -> None:
+        self.watch = watch
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        self.watch.put_pod(obj)
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self.watch.drop_pod(key)
+
+    def listed(self) -> None:
+        pass

@@ -1,0 +1,227 @@
+"""List, then watch: one resource kept current in the operator, as client-go's informers do.
+
+An :class:`Informer` LISTs its resource in pages (``limit``/``continue``), hands every object to
+its :class:`Sink`, then WATCHes from the list's ``resourceVersion`` with bookmarks. A broken
+stream resumes from the last version seen; ``410 Gone`` (the version was compacted away) starts
+a new LIST, after which the objects that were not listed again are deleted from the sink. While
+a relist runs, the sink keeps the previous complete view: nothing is answered from half a list.
+
+``synced`` is set once the first LIST has been applied in full. kopf's own indexing was not used
+for this: its per-object workers all waited on one condition, which made the initial listing
+superlinear (docs/performance.md); here a page is applied in one pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dask_gpu_parity.core.plain import as_map
+
+from .apiserver import ApiServer, ApiStatusError, ApiUnavailableError
+
+__all__ = ["Informer", "InformerStatus", "Resource", "Sink", "object_key"]
+
+log = logging.getLogger("dask_gpu_parity")
+PAGE_SIZE = 500
+WATCH_SECONDS = 300  # the server ends a watch after this; it is resumed at once
+_BACKOFF = (0.5, 1, 2, 4, 8, 16, 30)
+_ABSENT_RETRY = 30.0  # a resource whose CRD is not installed is listed again after this
+
+
+@dataclass(frozen=True)
+class Resource:
+    """What to list and watch: an API path and an optional server-side label selector."""
+
+    kind: str  # for logs and metrics, e.g. "nodes"
+    path: str  # e.g. "/api/v1/nodes", "/apis/apps/v1/deployments"
+    label_selector: str = ""
+
+
+class Sink(Protocol):
+    """Where an informer's objects go (called on the event loop, one object at a time)."""
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        """An object was listed, added or modified."""
+
+    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        """An object is gone (``obj`` is ``None`` when a relist found it missing)."""
+
+    def listed(self) -> None:
+        """A complete LIST has been applied (the first one, or a relist after 410 Gone)."""
+
+
+@dataclass(frozen=True)
+class InformerStatus:
+    """What ``/metrics`` and ``/readyz`` say about one informer (a snapshot)."""
+
+    kind: str
+    synced: bool
+    objects: int
+    lists: int
+    events: int
+    last_error: str
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for cluster-scoped objects."""
+    meta = as_map(obj.get("metadata"))
+    namespace, name = meta.get("namespace"), str(meta.get("name", ""))
+    return f"{namespace}/{name}" if namespace else name
+
+
+class Informer:
+    """One resource, listed then watched, for as long as :meth:`run` runs."""
+
+    def __init__(
+        self, api: ApiServer, resource: Resource, sink: Sink, *, page_size: int = PAGE_SIZE
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.sink = sink
+        self.page_size = page_size
+        self.synced = asyncio.Event()
+        self.synced_at: float | None = None  # time.monotonic() of the first complete LIST
+        self._keys: set[str] = set()
+        self._version = ""
+        self._lists = 0
+        self._events = 0
+        self._error = ""
+
+    def status(self) -> InformerStatus:
+        """Counters for metrics (read on the event loop, published as a snapshot)."""
+        return InformerStatus(
+            self.resource.kind,
+            self.synced.is_set(),
+            len(self._keys),
+            self._lists,
+            self._events,
+            self._error,
+        )
+
+    async def run(self) -> None:
+        """List, watch, resume, relist; forever (until cancelled)."""
+        failures = 0
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    if not await self._list():
+                        await asyncio.sleep(_ABSENT_RETRY)
+                        continue
+                    need_list = False
+                await self._watch()
+                failures = 0
+            except ApiStatusError as exc:
+                if exc.status == 410:
+                    log.info(f"Watch of {self.resource.kind}: {exc}; listing again")
+                    need_list = True
+                    continue
+                failures = await self._failed(exc, failures)
+                need_list = need_list or exc.status == 404
+            except ApiUnavailableError as exc:
+                failures = await self._failed(exc, failures)
+
+    async def _failed(self, exc: Exception, failures: int) -> int:
+        self._error = str(exc)
+        delay = _BACKOFF[min(failures, len(_BACKOFF) - 1)]
+        hint = ""
+        if isinstance(exc, ApiStatusError) and exc.status == 403:
+            hint = f" (RBAC: the operator needs list and watch on {self.resource.kind})"
+        log.warning(
+            f"{'Listing' if not self.synced.is_set() else 'Watching'} {self.resource.kind} "
+            f"failed: {exc}{hint}; retrying in {delay:g} s"
+        )
+        await asyncio.sleep(delay)
+        return failures + 1
+
+    async def _list(self) -> bool:
+        """One complete LIST applied to the sink; ``False`` when the resource does not exist."""
+        seen: set[str] = set()
+        token = ""
+        started = time.monotonic()
+        while True:
+            params = {"limit": str(self.page_size)}
+            if token:
+                params["continue"] = token
+            if self.resource.label_selector:
+                params["labelSelector"] = self.resource.label_selector
+            try:
+                page = await self.api.get(self.resource.path, params)
+            except ApiStatusError as exc:
+                if exc.status == 410 and token:  # the continue token expired: start over
+                    seen, token = set(), ""
+                    continue
+                if exc.status != 404:
+                    raise
+                log.warning(
+                    f"No {self.resource.kind} in the API (is its CRD installed?): "
+                    f"listing again every {_ABSENT_RETRY:g} s"
+                )
+                self._apply_list(set())
+                return False
+            meta = as_map(page.get("metadata"))
+            for obj in page.get("items") or []:
+                if isinstance(obj, Mapping):
+                    seen.add(object_key(obj))
+                    self._deliver(self.sink.upsert, obj)
+            token = str(meta.get("continue") or "")
+            if not token:
+                self._version = str(meta.get("resourceVersion", ""))
+                break
+        self._apply_list(seen)
+        log.info(f"Listed {len(seen)} {self.resource.kind} in {time.monotonic() - started:.2f} s")
+        return True
+
+    def _apply_list(self, seen: set[str]) -> None:
+        for key in self._keys - seen:
+            self._deliver(self.sink.delete, key, None)
+        self._keys = seen
+        self._lists += 1
+        self._error = ""
+        self._deliver(self.sink.listed)
+        if not self.synced.is_set():
+            self.synced_at = time.monotonic()
+            self.synced.set()
+
+    async def _watch(self) -> None:
+        params = {
+            "watch": "1",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(WATCH_SECONDS),
+        }
+        if self._version:
+            params["resourceVersion"] = self._version
+        if self.resource.label_selector:
+            params["labelSelector"] = self.resource.label_selector
+        async for event in self.api.watch(self.resource.path, params, WATCH_SECONDS + 60):
+            kind, obj = event.get("type"), as_map(event.get("object"))
+            if kind == "ERROR":
+                raise ApiStatusError(int(obj.get("code") or 500), str(obj.get("message", "")))
+            version = as_map(obj.get("metadata")).get("resourceVersion")
+            if version:
+                self._version = str(version)
+            if kind == "BOOKMARK":
+                continue
+            self._events += 1
+            key = object_key(obj)
+            if kind == "DELETED":
+                self._keys.discard(key)
+                self._deliver(self.sink.delete, key, obj)
+            else:
+                self._keys.add(key)
+                self._deliver(self.sink.upsert, obj)
+
+    def _deliver(self, call: Callable[..., None], *args: Any) -> None:
+        """One sink call; a failure is logged and the stream goes on (one object, not all)."""
+        try:
+            call(*args)
+        except Exception:
+            what = next((a for a in args if isinstance(a, str)), None) or (
+                object_key(args[0]) if args and isinstance(args[0], Mapping) else ""
+            )
+            log.exception(f"Handling {self.resource.kind} {what} failed")

@@ -1,0 +1,263 @@
+"""The drift watch's stores and marks: spec drift, placement drift, work proportional to change.
+
+Objects are fed to the sinks as the informers would; checks run on a real event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from dask_kubernetes.operator.controller import controller
+
+from dask_gpu_parity.admission.driftwatch import DriftWatch
+from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from tests.unit.helpers import example
+from tests.unit.test_nodeindex import node
+
+A100 = ("580.95.05", "13.0")
+H100 = ("570.172.08", "12.8")
+
+
+class Events:
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str, str, str]] = []
+
+    def post(self, ref: Any, type_: str, reason: str, message: str) -> None:
+        self.posted.append((ref["metadata"]["name"], type_, reason, message))
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+    def reasons(self) -> list[str]:
+        return [reason for _, _, reason, _ in self.posted]
+
+
+def dask_cluster(name: str, namespace: str = "team") -> dict[str, Any]:
+    doc = example("gpu-cluster-tcp.yaml")
+    doc["metadata"] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
+    return doc
+
+
+def scheduler_deployment(doc: dict[str, Any], *, generation: int = 1) -> dict[str, Any]:
+    """What the dask operator builds from the cluster as admitted (no GPU: not mutated)."""
+    meta = doc["metadata"]
+    built = controller.build_scheduler_deployment_spec(
+        meta["name"], copy.deepcopy(doc["spec"]["scheduler"]["spec"]), {}, {}
+    )
+    built["metadata"] |= {"namespace": meta["namespace"], "uid": "d", "generation": generation}
+    return built
+
+
+def pod(name: str, cluster: str, component: str, node_name: str, ns: str = "team") -> dict:
+    labels = {"dask.org/cluster-name": cluster, "dask.org/component": component}
+    return {
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"nodeName": node_name},
+        "status": {"phase": "Running"},
+    }
+
+
+class Harness:
+    def __init__(self, *, repair: bool = False) -> None:
+        self.state = OperatorState(Options(certfile="", keyfile=""))
+        self.events = Events()
+        self.patches: list[tuple[str, str, list[Any]]] = []
+
+        async def patch(namespace: str, name: str, ops: list[Any]) -> None:
+            self.patches.append((namespace, name, ops))
+
+        self.watch = DriftWatch(self.events, patch)
+        self.state.drift = self.watch
+        self.nodes = _Nodes(self.state)
+        if repair:
+            self.state._policies.upsert(
+                {
+                    "apiVersion": "gpuparity.dask.org/v1alpha1",
+                    "kind": "DaskGPUPolicy",
+                    "metadata": {"name": "repair"},
+                    "spec": {"drift": {"repair": True}},
+                }
+            )
+        self.state._namespaces.upsert({"metadata": {"name": "team"}})
+
+    async def settle(self) -> None:
+        """Let the watch check everything marked."""
+        for _ in range(200):
+            await asyncio.sleep(0)
+            if not self.watch._queue and self.watch.first_pass_seconds is not None:
+                return
+        raise AssertionError("the drift watch did not settle")
+
+
+def run(test: Callable[[Harness], Any], **kwargs: Any) -> Harness:
+    harness = Harness(**kwargs)
+
+    async def main() -> None:
+        task = asyncio.create_task(harness.watch.run(harness.state))
+        try:
+            await test(harness)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+    return harness
+
+
+def test_first_pass_reports_each_drifted_cluster_once() -> None:
+    async def test(h: Harness) -> None:
+        for i in range(50):
+            doc = dask_cluster(f"c{i}")
+            h.watch.put_cluster(doc)
+            h.watch.put_deployment(scheduler_deployment(doc))
+        await h.settle()
+        assert h.watch.first_pass_seconds is not None
+        assert h.events.reasons() == ["ParityDrift"] * 50
+        assert h.watch.specs.counts() == {"team": 50}
+        # Status updates of the dask operator (same spec, same template) check nothing.
+        checks = h.watch.checks
+        for i in range(50):
+            doc = dask_cluster(f"c{i}")
+            doc["status"] = {"phase": "Running"}
+            h.watch.put_cluster(doc)
+            deployment = scheduler_deployment(doc)
+            deployment["status"] = {"replicas": 1}
+            h.watch.put_deployment(deployment)
+        await h.settle()
+        assert h.watch.checks == checks
+        assert len(h.events.posted) == 50
+        figures = h.watch.figures()
+        assert figures["drifted"] == (("team", 50),)
+        assert figures["drift_watched"] == 50
+
+    run(test)
+
+
+def test_opt_out_and_deletion_clear_the_count() -> None:
+    async def test(h: Harness) -> None:
+        doc = dask_cluster("c")
+        h.watch.put_cluster(doc)
+        h.watch.put_deployment(scheduler_deployment(doc))
+        await h.settle()
+        assert h.watch.specs.counts() == {"team": 1}
+        h.state._namespaces.upsert(
+            {"metadata": {"name": "team", "annotations": {"gpuparity.dask.org/skip": "true"}}}
+        )
+        await h.settle()
+        assert h.watch.specs.counts() == {}
+        h.state._namespaces.upsert({"metadata": {"name": "team"}})
+        await h.settle()
+        assert h.watch.specs.counts() == {"team": 1}
+        h.watch.drop_cluster(("team", "c"))
+        assert h.watch.specs.counts() == {}
+
+    run(test)
+
+
+def test_repair_when_the_policy_allows_it() -> None:
+    async def test(h: Harness) -> None:
+        doc = dask_cluster("c")
+        h.watch.put_cluster(doc)
+        h.watch.put_deployment(scheduler_deployment(doc))
+        await h.settle()
+        await asyncio.sleep(0)
+        ((namespace, name, ops),) = h.patches
+        assert (namespace, name) == ("team", "c-scheduler")
+        assert any("nvidia.com/gpu" in str(op.get("value")) for op in ops)
+        assert h.events.reasons() == ["ParityDrift", "ParityRepaired"]
+        assert "Repairing" in h.events.posted[0][3]
+
+    run(test, repair=True)
+
+
+def test_driver_upgrade_under_a_running_cluster() -> None:
+    async def test(h: Harness) -> None:
+        for name in ("h0", "h1", "h2"):
+            h.nodes.upsert(node(name, *H100))
+        doc = dask_cluster("c")
+        h.watch.put_cluster(doc)
+        h.watch.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
+        h.watch.put_pod(pod("c-worker-a", "c", "worker", "h1"))
+        h.watch.put_pod(pod("c-worker-b", "c", "worker", "h2"))
+        await h.settle()
+        assert h.events.posted == []  # no Deployment seen: no spec check; placement agrees
+
+        # The GPU Operator upgrades h1: its worker is evicted and comes back there, on 580.
+        h.nodes.upsert(node("h1", *A100))
+        await h.settle()
+        ((_, kind, reason, message),) = h.events.posted
+        assert (kind, reason) == ("Warning", "ParityDriverMismatch")
+        assert "runs on node h0 with driver 570.172.08 / CUDA 12.8" in message
+        assert "driver 580.95.05 / CUDA 13.0 (1 pod: c-worker-a on h1)" in message
+        assert "The workers straddle driver classes" in message
+        assert h.watch.places.counts() == {"team": 1}
+
+        # A node nobody's pods run on changes: nothing is checked.
+        checks = h.watch.checks
+        h.nodes.upsert(node("spare", *A100))
+        h.nodes.upsert(node("spare", *H100))
+        await h.settle()
+        assert h.watch.checks == checks
+
+        # h2 is upgraded too: workers agree again, scheduler still behind. New Event (classes).
+        h.nodes.upsert(node("h2", *A100))
+        await h.settle()
+        assert h.events.reasons()[-1] == "ParityDriverMismatch"
+        assert "Restart the scheduler on driver 580.95.05 / CUDA 13.0" in h.events.posted[-1][3]
+
+        # Then h0: the scheduler pod is deleted and comes back on the upgraded node.
+        posted = len(h.events.posted)
+        h.watch.drop_pod("team/c-scheduler-x")
+        h.nodes.upsert(node("h0", *A100))
+        await h.settle()
+        assert len(h.events.posted) == posted  # no scheduler pod: no verdict, the last stands
+        assert h.watch.places.counts() == {"team": 1}
+        h.watch.put_pod(pod("c-scheduler-y", "c", "scheduler", "h0"))
+        await h.settle()
+        assert h.events.posted[-1][1:3] == ("Normal", "ParityDriverRestored")
+        assert "run on driver 580.95.05 / CUDA 13.0 again" in h.events.posted[-1][3]
+        assert h.watch.places.counts() == {}
+
+    run(test)
+
+
+def test_placement_repair_pins_the_scheduler_to_the_workers_class() -> None:
+    async def test(h: Harness) -> None:
+        for name, pair in (("h0", H100), ("a0", A100)):
+            h.nodes.upsert(node(name, *pair))
+        doc = dask_cluster("c")
+        h.watch.put_cluster(doc)
+        fixed = scheduler_deployment(doc)
+        fixed["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+            "limits": {"nvidia.com/gpu": "1"}
+        }
+        h.watch.put_deployment(fixed)
+        h.watch.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
+        h.watch.put_pod(pod("c-worker-a", "c", "worker", "a0"))
+        await h.settle()
+        await asyncio.sleep(0)
+        assert "ParityDriverMismatch" in h.events.reasons()
+        (_, _, ops) = h.patches[-1]
+        assert "580.95.05" in str(ops)
+
+    run(test, repair=True)
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_finished_pods_do_not_count(phase: str) -> None:
+    async def test(h: Harness) -> None:
+        h.nodes.upsert(node("h0", *H100))
+        h.nodes.upsert(node("a0", *A100))
+        h.watch.put_cluster(dask_cluster("c"))
+        h.watch.put_pod(pod("s", "c", "scheduler", "h0"))
+        done = pod("w", "c", "worker", "a0")
+        done["status"]["phase"] = phase
+        h.watch.put_pod(done)
+        await h.settle()
+        assert h.events.posted == []
+
+    run(test)

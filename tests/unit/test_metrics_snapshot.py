@@ -1,0 +1,86 @@
+"""``/metrics`` and ``/readyz`` read only published snapshots: scrapes never fail under churn.
+
+The exporter runs in its own thread; here the event loop adds and removes thousands of GPU
+nodes (and publishes) while another thread scrapes as fast as it can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from dask_gpu_parity.admission import metrics
+from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from provingground.cluster import free_port
+from tests.unit.test_nodeindex import CLASSES, node
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_scrapes_while_nodes_come_and_go() -> None:
+    port = free_port()
+    metrics.serve(port, "127.0.0.1")
+    base = f"http://127.0.0.1:{port}"
+    state = OperatorState(Options(certfile="", keyfile=""))
+    state.publish()
+    status, body = _get(base + "/readyz")
+    assert (status, body) == (503, "waiting for: nodes, namespaces, daskgpupolicies\n")
+
+    stop = threading.Event()
+    failures: list[str] = []
+    scrapes = [0]
+
+    def scrape() -> None:
+        while not stop.is_set():
+            status, text = _get(base + "/metrics")
+            try:
+                families = {f.name: f for f in text_string_to_metric_families(text)}
+                assert status == 200
+                assert "dgp_gpu_nodes" in families
+            except Exception as exc:
+                failures.append(repr(exc))
+            scrapes[0] += 1
+
+    async def churn() -> None:
+        sink = _Nodes(state)
+        for round_ in range(6):
+            for i in range(500):
+                sink.upsert(node(f"n{i}", *CLASSES[(i + round_) % 3]))
+                if i % 50 == 0:
+                    state.publish()
+                    await asyncio.sleep(0)  # let the scraper in, as the event loop would
+            for i in range(0, 500, 2):
+                sink.delete(f"n{i}", None)
+            state.publish()
+            await asyncio.sleep(0.01)
+        state.ready.set()
+        state.publish()
+
+    thread = threading.Thread(target=scrape)
+    thread.start()
+    try:
+        asyncio.run(churn())
+    finally:
+        stop.set()
+        thread.join()
+    assert failures == []
+    assert scrapes[0] > 0
+    text = _get(base + "/metrics")[1]
+    gpu = {
+        tuple(sorted(s.labels.items())): s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "dgp_gpu_nodes"
+        for s in f.samples
+    }
+    assert sum(gpu.values()) == 250
+    assert _get(base + "/readyz") == (200, "ok\n")
