@@ -2,7 +2,7 @@
 the webhooks' matchConditions, beside the CEL peer, through the real kube-apiserver.
 
 Usage: python benchmarks/admission_latency.py [--rounds 3] [--concurrency 1,10]
-       [--requests 200,400] [--write docs/performance.md]
+       [--requests 200,400] [--before COMMIT] [--write docs/performance.md]
 
 On the proving ground (no dask operator: pure admission; the GPU node pools feed the inventory),
 with one ``dask-gpu-parity run --no-drift`` on the host. Every mode has a namespace of its own,
@@ -192,12 +192,12 @@ def webhook_calls(text: str) -> dict[str, float]:
     return calls
 
 
-def before_operator(ground: ProvingGround, run_dir: Path) -> ParityOperator:
-    """The operator of commit ``BEFORE``, from its source, with this environment's packages."""
+def before_operator(ground: ProvingGround, run_dir: Path, commit: str) -> ParityOperator:
+    """The operator of ``commit``, from its source, with this environment's packages."""
     source = run_dir / "before-source"
     source.mkdir(parents=True)
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", BEFORE, "operator"],
+        ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "operator"],
         capture_output=True,
         check=True,
     ).stdout
@@ -450,7 +450,8 @@ def report(
         ", or `examples/cpu-cluster.yaml` for the `cpu-` modes; unique name and worker env) "
         "through the real kube-apiserver as fast as it answers, each mode in a namespace of its "
         "own in the same API server. `none`: no admission. `before`: main e209ac6, its own "
-        f"operator (commit {BEFORE}: e209ac6 plus the login fix it needs to start) and webhook "
+        f"operator (commit {setup['before']}: e209ac6 plus the login fix it needs to start) and "
+        "webhook "
         "configurations (both webhooks called for every Dask create; the verifier inline). "
         "`after`: this change (the verifier by reference, "
         "webhooks behind matchConditions: none for CPU-only, one for a GPU create). `cel`: "
@@ -546,6 +547,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", default="200,400", help="creates per run, per level")
     parser.add_argument("--run-dir", type=Path, default=ROOT / ".run" / "bench-admission")
     parser.add_argument("--write", type=Path, help="put the section into this Markdown file")
+    parser.add_argument(
+        "--before", default=BEFORE, help=f"the commit the before mode runs (default {BEFORE})"
+    )
     args = parser.parse_args(argv)
     levels_list = [int(c) for c in args.concurrency.split(",")]
     requests = dict(zip(levels_list, (int(r) for r in args.requests.split(",")), strict=True))
@@ -558,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}",
         "command": " ".join(["python benchmarks/admission_latency.py", *words]),
         "rounds": args.rounds,
+        "before": args.before,
     }
     with ProvingGround(args.run_dir, dask_operator=False) as ground:
         assert ground.api is not None
@@ -565,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         parity = ParityOperator(
             ground.control_plane, ground.api, ground.control_plane.logs, drift=False
         ).start(webhooks=False)
-        before = before_operator(ground, args.run_dir)
+        before = before_operator(ground, args.run_dir, args.before)
         bench = Bench(ground, parity, before)
         bench.ready()
         print(f"dask-gpu-parity ready in {parity.ready_seconds:.1f}s", flush=True)
