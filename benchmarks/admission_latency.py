@@ -1,32 +1,33 @@
-"""Create latency of DaskClusters through the real kube-apiserver, with and without our webhooks.
+"""What admission adds to a DaskCluster create: before and after the verifier by reference and
+the webhooks' matchConditions, beside the CEL peer, through the real kube-apiserver.
 
 Usage, from the repository root:
-    python -m benchmarks.admission_latency [--rounds 5] [--concurrency 1,10,50]
-        [--requests 200,400,1000] [--write docs/performance.md]
+    python -m benchmarks.admission_latency [--rounds 3] [--concurrency 1,10]
+        [--requests 200,400] [--before COMMIT] [--write docs/performance.md]
 
 On the proving ground (no dask operator: pure admission; the GPU node pools feed the inventory),
-with ``dask-gpu-parity run --no-drift`` on the host and its webhooks applied (failurePolicy Fail).
-Four kinds of run, in the same process against the same API server, interleaved (the order
-rotates every round), closed loop (each of N clients sends its next create when the last one
-returned), each create a distinct GPU DaskCluster (examples/gpu-cluster-tcp.yaml with a unique
-name and a unique worker env value, so no cache can answer for the rules):
+with one ``dask-gpu-parity run --no-drift`` on the host. Every mode has a namespace of its own,
+selected by a label, in the same API server, run interleaved (the order rotates every round),
+closed loop (each of N clients sends its next create when the last one returned); every create
+is a distinct DaskCluster (unique name, unique worker env value, so no cache answers for the
+rules):
 
-* (a) as written, no webhooks: a namespace labelled ``gpuparity.dask.org/skip=true``, which the
-  webhooks' namespaceSelector excludes, so the API server never calls us;
-* (b) as written, our webhooks: a plain namespace; mutate-daskcluster fixes it (the stored
-  object grows from 2 to 25 kB: the verifier embeds the probe's source), validate-daskcluster
-  checks the result. **(b) - (a) is what our webhooks add.**
-* (c) already fixed (what ``dask-gpu-parity fix`` writes into Git), no webhooks;
-* (d) already fixed, our webhooks: both webhooks run every rule and change nothing.
-  (c) - (a) is the cost of the bigger object alone, (d) - (c) the webhook calls alone.
+* ``none``: no admission at all (our webhooks' namespaceSelector leaves the namespace out);
+* ``before``: this project as of main e209ac6, run as a second operator from that commit's source
+  (``BEFORE``: e209ac6 plus the one-line login fix it needs to start at all), with its webhook
+  configurations: both webhooks called for every Dask create (no matchConditions), the verifier
+  inline (the 21 kB probe source embedded in every GPU DaskCluster);
+* ``after``: this change: the verifier by reference, webhooks behind matchConditions;
+* ``cel``: the CEL peer, ``benchmarks/cel/scheduler-gpu.yaml``: a MutatingAdmissionPolicy and a
+  ValidatingAdmissionPolicy doing only the core mutation and DGP001, in the API server itself.
 
-Reported per level: the median over rounds of each run's p50 and p99, and every failed request
-(non-201 or exception). Server side: the API server's own view of each webhook call
-(``apiserver_admission_webhook_admission_duration_seconds``, mean), our handler alone
-(``dgp_admission_duration_seconds``: mean and bucket-interpolated p50/p99), sequential direct
-POSTs of the AdmissionReview the API server sends (TLS over loopback, keep-alive: handler + kopf +
-HTTP), and the CPU time per create of our operator, kube-apiserver and etcd, by kind of run (on a
-saturated machine, latency is clients / throughput, and throughput is cores / CPU per create).
+GPU creates use ``examples/gpu-cluster-tcp.yaml``; the ``cpu-*`` modes use
+``examples/cpu-cluster.yaml`` in the none/before/after namespaces. Reported: each mode's p50 and
+p99 (median over rounds) and what admission adds to ``none``; how many webhook calls a create
+costs, from the API server's own ``apiserver_admission_webhook_request_total``; the stored
+DaskCluster's size and the scheduler Pod's that the dask operator would create from it (its
+``build_scheduler_deployment_spec``, created with ``dryRun``); CPU time per create of our
+operator, kube-apiserver and etcd.
 """
 
 from __future__ import annotations
@@ -35,40 +36,56 @@ import argparse
 import asyncio
 import copy
 import datetime as dt
+import io
 import json
 import os
 import platform
 import shutil
 import ssl
 import statistics
+import subprocess
 import sys
+import tarfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import yaml
+from dask_kubernetes.operator.controller.controller import build_scheduler_deployment_spec
 from kubernetes import client
 
-from dask_gpu_parity.core.engine import evaluate
-from dask_gpu_parity.core.inventory import Inventory
-from provingground import ProvingGround, install_crds, node_manifests
+from dask_gpu_parity.admission.configurations import (
+    WebhookValues,
+    configurations,
+    match_conditions,
+)
+from dask_gpu_parity.core.verifier import EXPECT_DRIVER
+from dask_gpu_parity.names import VERIFIER_COPY_CONTAINER as COPY
+from provingground import ProvingGround, install_crds
 from provingground.parity import ParityOperator
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MODES = {  # mode -> (manifest, webhooks called)
-    "a": ("as written", False),
-    "b": ("as written", True),
-    "c": ("fixed", False),
-    "d": ("fixed", True),
+# mode -> (manifest, label of its namespace, whether our webhooks are configured there)
+MODES = {
+    "none": ("gpu", "none"),
+    "before": ("gpu", "before"),
+    "after": ("gpu", "after"),
+    "cel": ("gpu", "cel"),
+    "cpu-none": ("cpu", "none"),
+    "cpu-before": ("cpu", "before"),
+    "cpu-after": ("cpu", "after"),
 }
-WEBHOOKS = ("mutate-daskcluster", "validate-daskcluster")
+MANIFESTS = {"gpu": "gpu-cluster-tcp.yaml", "cpu": "cpu-cluster.yaml"}
 PROCESSES = ("dask-gpu-parity", "kube-apiserver", "etcd")  # whose CPU time is counted
 DASK = ("kubernetes.dask.org", "v1")
-SKIP_LABEL = "gpuparity.dask.org/skip=true"
+LABEL = "dgp-bench"
+CEL_POLICIES = ROOT / "benchmarks" / "cel" / "scheduler-gpu.yaml"
+# main e209ac6 plus the commit that lets its operator log in (its kopf registry had no login
+# handler), the only change: the operator the "before" mode runs.
+BEFORE = "b8183a7"
 Samples = dict[str, list[tuple[float, float]]]
 
 
@@ -82,11 +99,9 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f}"
 
 
-def fixed(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` as the webhook leaves it on the proving ground (same node inventory)."""
-    inventory = Inventory.from_nodes(list(node_manifests()))
-    result: dict[str, Any] = evaluate(doc, None, inventory).patched
-    return result
+def manifest(kind: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "examples" / MANIFESTS[kind]).read_text())
+    return doc
 
 
 class Load:
@@ -97,24 +112,25 @@ class Load:
         self.server = cp.server
         self.context = ssl.create_default_context(cafile=str(cp.ca_cert_path))
         self.context.load_cert_chain(cp.pki / "admin.crt", cp.pki / "admin.key")
-        written = yaml.safe_load((ROOT / "examples" / "gpu-cluster-tcp.yaml").read_text())
-        self.templates = {"as written": written, "fixed": fixed(written)}
+        self.templates = {kind: manifest(kind) for kind in MANIFESTS}
         self.seq = 0
 
-    def body(self, namespace: str, manifest: str) -> bytes:
+    def body(self, namespace: str, kind: str, name: str | None = None) -> bytes:
         self.seq += 1
-        doc = copy.deepcopy(self.templates[manifest])
-        doc["metadata"] = {"name": f"bench-{self.seq}", "namespace": namespace}
+        doc = copy.deepcopy(self.templates[kind])
+        doc["metadata"] = {"name": name or f"bench-{self.seq}", "namespace": namespace}
         worker = doc["spec"]["worker"]["spec"]["containers"][0]
-        worker["env"].append({"name": "BENCH_ID", "value": f"{self.seq}-{uuid.uuid4().hex}"})
+        worker.setdefault("env", []).append(
+            {"name": "BENCH_ID", "value": f"{self.seq}-{uuid.uuid4().hex}"}
+        )
         return json.dumps(doc).encode()
 
     async def run(
-        self, namespace: str, manifest: str, clients: int, requests: int
+        self, namespace: str, kind: str, clients: int, requests: int
     ) -> tuple[list[float], list[str]]:
         """``requests`` creates by ``clients`` concurrent clients: latencies (s) and failures."""
         url = f"{self.server}/apis/{DASK[0]}/{DASK[1]}/namespaces/{namespace}/daskclusters"
-        bodies = [self.body(namespace, manifest) for _ in range(requests)]
+        bodies = [self.body(namespace, kind) for _ in range(requests)]
         latencies: list[float] = []
         failures: list[str] = []
         connector = aiohttp.TCPConnector(ssl=self.context, limit=clients)
@@ -134,7 +150,7 @@ class Load:
                         failures.append(f"{type(exc).__name__}: {exc}")
                         continue
                     if response.status != 201:
-                        failures.append(f"{response.status}: {text[:200]!r}")
+                        failures.append(f"{response.status}: {text[:300]!r}")
                     else:
                         latencies.append(elapsed)
 
@@ -158,271 +174,223 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def samples(
-    text: str, name: str, match: Callable[[dict[str, str]], bool]
-) -> list[tuple[dict, float]]:
-    """(labels, value) of Prometheus text samples named ``name`` whose labels ``match``."""
-    out = []
+def webhook_calls(text: str) -> dict[str, float]:
+    """``apiserver_admission_webhook_request_total`` by webhook name (every code and type)."""
+    name = "apiserver_admission_webhook_request_total"
+    calls: dict[str, float] = {}
     for line in text.splitlines():
         if not line.startswith(name + "{"):
             continue
         labels_text, value = line[len(name) + 1 :].rsplit("} ", 1)
-        labels = dict(part.split("=", 1) for part in labels_text.split('",') if "=" in part)
-        labels = {k: v.strip('"') for k, v in labels.items()}
-        if match(labels):
-            out.append((labels, float(value)))
-    return out
+        labels = dict(p.split("=", 1) for p in labels_text.split('",') if "=" in p)
+        webhook = labels["name"].strip('"')
+        calls[webhook] = calls.get(webhook, 0.0) + float(value)
+    return calls
 
 
-class Counters:
-    """Snapshots of what the API server and our operator count per webhook."""
-
-    def __init__(self, ground: ProvingGround, parity: ParityOperator) -> None:
-        self.cp, self.parity = ground.control_plane, parity
-
-    def pids(self) -> dict[str, int]:
-        assert self.parity.process is not None
-        return {
-            "dask-gpu-parity": self.parity.process.pid,
-            "kube-apiserver": self.cp.processes["kube-apiserver"].pid,
-            "etcd": self.cp.processes["etcd"].pid,
-        }
-
-    def snapshot(self) -> dict[str, Any]:
-        api_text = self.cp.kubectl("get", "--raw", "/metrics").stdout
-        ours = self.parity.metrics() or {}
-        snap: dict[str, Any] = {"cpu": {n: cpu_seconds(pid) for n, pid in self.pids().items()}}
-        for webhook in WEBHOOKS:
-            full = f"{webhook}.gpuparity.dask.org"
-            for kind in ("sum", "count"):
-                found = samples(
-                    api_text,
-                    f"apiserver_admission_webhook_admission_duration_seconds_{kind}",
-                    lambda labels, full=full: labels.get("name") == full,
-                )
-                snap[("api", webhook, kind)] = sum(v for _, v in found)
-            buckets = {}
-            for (name, labels), value in ours.items():
-                labels_d = dict(labels)
-                if labels_d.get("webhook") != webhook:
-                    continue
-                if name == "dgp_admission_duration_seconds_bucket":
-                    buckets[float(labels_d["le"])] = value
-                elif name == "dgp_admission_duration_seconds_sum":
-                    snap[("ours", webhook, "sum")] = value
-            snap[("ours", webhook, "buckets")] = buckets
-        return snap
+def before_operator(ground: ProvingGround, run_dir: Path, commit: str) -> ParityOperator:
+    """The operator of ``commit``, from its source, with this environment's packages."""
+    source = run_dir / "before-source"
+    source.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "operator"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(source, filter="data")
+    cp = ground.control_plane
+    assert ground.api is not None
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(source / "operator")  # ahead of the editable install
+    (cp.logs / "before").mkdir(exist_ok=True)
+    try:
+        return ParityOperator(cp, ground.api, cp.logs / "before", drift=False).start(webhooks=False)
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
 
 
-def histogram_stats(before: dict[float, float], after: dict[float, float]) -> dict[str, float]:
-    """Count and bucket-interpolated p50/p99 of the observations between two snapshots."""
-    delta = {le: after.get(le, 0.0) - before.get(le, 0.0) for le in after}
-    total = delta.get(float("inf"), 0.0)
-    stats = {"count": total}
-    low, below = 0.0, 0.0
-    for q in (0.5, 0.99):
-        rank = q * total
-        low, below = 0.0, 0.0
-        for le in sorted(delta):
-            if delta[le] >= rank:
-                high = le if le != float("inf") else low
-                stats[f"p{round(q * 100)}"] = low + (high - low) * (rank - below) / max(
-                    delta[le] - below, 1e-9
-                )
-                break
-            low, below = le, delta[le]
-    return stats
+def webhooks(parity: ParityOperator, which: str) -> list[dict[str, Any]]:
+    """Our two webhook configurations for the namespaces labelled ``which``.
 
-
-def direct_posts(parity: ParityOperator, count: int) -> dict[str, tuple[float, float]]:
-    """Sequential POSTs of real AdmissionReviews to our server: (p50, p99) per webhook."""
-    written = yaml.safe_load((ROOT / "examples" / "gpu-cluster-tcp.yaml").read_text())
-    objects = {"mutate-daskcluster": written, "validate-daskcluster": fixed(written)}
-    conn = parity.connection()
-    out = {}
-    for webhook, template in objects.items():
-        times = []
-        for index in range(count):
-            obj = copy.deepcopy(template)
-            obj["metadata"] = {"name": f"direct-{index}", "namespace": "bench-direct"}
-            obj["spec"]["worker"]["spec"]["containers"][0]["env"].append(
-                {"name": "BENCH_ID", "value": uuid.uuid4().hex}
+    ``before`` calls every Dask create (no matchConditions), as main e209ac6 did. Webhook names
+    carry the mode, so the API server counts the two sets apart; the paths are the operator's.
+    """
+    values = WebhookValues(
+        ca_bundle=Path(parity.ca).read_bytes(),
+        url=parity.url,
+        timeout_seconds=10,
+        match_conditions=which == "after",
+    )
+    configs = configurations(values)
+    for config in configs:
+        config["metadata"]["name"] = f"dask-gpu-parity-{which}"
+        for webhook in config["webhooks"]:
+            handler, rest = webhook["name"].split(".", 1)
+            webhook["name"] = f"{handler}.{which}.{rest}"
+            webhook["namespaceSelector"]["matchExpressions"].append(
+                {"key": LABEL, "operator": "In", "values": [which]}
             )
-            review = {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": str(uuid.uuid4()),
-                    "kind": {"group": DASK[0], "version": DASK[1], "kind": "DaskCluster"},
-                    "resource": {"group": DASK[0], "version": DASK[1], "resource": "daskclusters"},
-                    "operation": "CREATE",
-                    "userInfo": {"username": "bench"},
-                    "namespace": "bench-direct",
-                    "name": obj["metadata"]["name"],
-                    "object": obj,
-                    "dryRun": False,
-                },
-            }
-            body = json.dumps(review).encode()
-            start = time.perf_counter()
-            status, raw = parity.post(f"/{webhook}", body, conn=conn)
-            times.append(time.perf_counter() - start)
-            if status != 200 or not json.loads(raw)["response"]["allowed"]:
-                raise RuntimeError(f"Direct POST to /{webhook} failed: {status} {raw[:300]!r}")
-        out[webhook] = (quantile(times, 0.5), quantile(times, 0.99))
-    conn.close()
-    return out
+    return configs
 
 
-def report(setup: dict[str, Any], levels: dict[int, Samples], totals: dict[str, Any]) -> str:
-    def med(clients: int, mode: str, index: int) -> float:
-        return statistics.median(run[index] for run in levels[clients][mode])
-
-    lines = [
-        "## Admission latency",
-        "",
-        f"Measured {setup['date']} on {setup['machine']}, shared with other work; Kubernetes "
-        "v1.36.3 proving ground (etcd, kube-apiserver, kwok GPU node pools; no dask operator: "
-        "pure admission), `dask-gpu-parity run --no-drift` on the same host.",
-        "",
-        "```bash",
-        setup["command"],
-        "```",
-        "",
-        "Closed loop: N clients each create distinct GPU DaskClusters "
-        "(`examples/gpu-cluster-tcp.yaml`, unique name and worker env) through the real "
-        "kube-apiserver as fast as it answers. (a) as written, in a namespace the webhooks' "
-        "`namespaceSelector` excludes, so no webhook is called; (b) as written, our webhooks "
-        "called (mutate fixes it, validate checks the result); (c) the already fixed manifest "
-        "(what `dask-gpu-parity fix` writes into Git), no webhooks; (d) the fixed manifest, our "
-        "webhooks called (nothing to change). Runs interleave a, b, c, d in one process (order "
-        f"rotating per round); every cell is the median over {setup['rounds']} rounds of that "
-        "run's percentile, in ms.",
-        "",
-        "| clients | creates/run | (a) p50 | (b) p50 | **added p50** (b-a) | (a) p99 | (b) p99 "
-        "| **added p99** (b-a) | target |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for clients in levels:
-        a50, b50, a99, b99 = (
-            med(clients, m, i) for i, m in ((0, "a"), (0, "b"), (1, "a"), (1, "b"))
-        )
-        target = ""
-        if clients == max(levels):
-            met = b50 - a50 <= 0.003 and b99 - a99 <= 0.015
-            target = "≤ 3 / ≤ 15: **met**" if met else "≤ 3 / ≤ 15: **missed**"
-        lines.append(
-            f"| {clients} | {setup['requests'][clients]} | {ms(a50)} | {ms(b50)} | "
-            f"**{ms(b50 - a50)}** | {ms(a99)} | {ms(b99)} | **{ms(b99 - a99)}** | {target} |"
-        )
-    lines += [
-        "",
-        "Where the added time goes (p50, ms): the fixed object is 12 times bigger (the verifier "
-        "embeds the probe's source), which costs the API server and etcd even without webhooks "
-        "(c-a); calling both webhooks when there is nothing to change (d-c); mutating (b-d).",
-        "",
-        "| clients | (c) p50 | (d) p50 | bigger object (c-a) | webhook calls (d-c) "
-        "| mutation (b-d) |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for clients in levels:
-        a, b, c, d = (med(clients, m, 0) for m in "abcd")
-        lines.append(f"| {clients} | {ms(c)} | {ms(d)} | {ms(c - a)} | {ms(d - c)} | {ms(b - d)} |")
-    failed = totals["failed"]
-    lines += [
-        "",
-        f"Creates: {sum(totals['count'].values())} in all; **failed: "
-        f"{sum(failed.values())}** ({', '.join(f'{m}: {n}' for m, n in failed.items())}).",
-        "",
-        "Server side, per webhook call (ms; means over all webhook runs, b and d):",
-        "",
-        "| webhook | as the API server sees it (mean) | our handler (mean; p50 / p99 from the "
-        "histogram buckets) | direct POST p50 / p99 (TLS, loopback, sequential) |",
-        "| --- | --- | --- | --- |",
-    ]
-    for webhook in WEBHOOKS:
-        api_mean, ours_mean, hist = (
-            totals["api"][webhook],
-            totals["ours"][webhook],
-            totals["hist"][webhook],
-        )
-        d50, d99 = totals["direct"][webhook]
-        lines.append(
-            f"| {webhook} | {ms(api_mean)} | {ms(ours_mean)}; {ms(hist['p50'])} / "
-            f"{ms(hist['p99'])} | {ms(d50)} / {ms(d99)} |"
-        )
-    cpu = totals["cpu"]
-    lines += [
-        "",
-        "CPU time per create (ms; each process's user + system time over all runs of a kind, "
-        "divided by their creates; the machine's other work is not in it):",
-        "",
-        "| process | (a) | (b) | (c) | (d) | **added by our webhooks** (b-a) |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for name in (*PROCESSES, "all three"):
-        row = [sum(cpu[m].values()) if name == "all three" else cpu[m][name] for m in MODES]
-        cells = " | ".join(f"{v * 1000:.1f}" for v in row)
-        lines.append(f"| {name} | {cells} | **{(row[1] - row[0]) * 1000:.1f}** |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace the "## Admission latency" section of ``path`` (or append it)."""
-    text = path.read_text() if path.exists() else "# Performance\n"
-    start = text.find("## Admission latency")
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + ("" if end == -1 else "\n" + text[end + 1 :])
-    path.write_text(text.rstrip("\n") + "\n")
+def cel_policies() -> list[dict[str, Any]]:
+    """The CEL peer, with our webhooks' gpu-workers condition for DaskClusters."""
+    (gpu, _) = match_conditions("daskclusters")
+    docs = list(yaml.safe_load_all(CEL_POLICIES.read_text()))
+    for doc in docs:
+        for condition in doc["spec"].get("matchConditions", []):
+            condition["expression"] = gpu["expression"]
+    return docs
 
 
 class Bench:
-    """The proving ground, our operator, one namespace per mode, and what was measured."""
+    """The proving ground, our operator, the admission set-ups, and what was measured."""
 
-    def __init__(self, ground: ProvingGround, parity: ParityOperator) -> None:
+    def __init__(
+        self, ground: ProvingGround, parity: ParityOperator, before: ParityOperator
+    ) -> None:
         self.api = ground.api
+        self.cp = ground.control_plane
+        self.parity = parity
+        self.before = before
         self.load = Load(ground)
-        self.counters = Counters(ground, parity)
-        self.namespaces = {mode: f"bench-{mode}" for mode in MODES}
-        cp = ground.control_plane
-        for mode, (_, hooked) in MODES.items():
-            cp.kubectl("create", "namespace", self.namespaces[mode])
-            if not hooked:
-                cp.kubectl("label", "namespace", self.namespaces[mode], SKIP_LABEL)
+        self.namespaces = {label: f"bench-{label}" for _, label in MODES.values()}
+        for label, namespace in self.namespaces.items():
+            self.cp.kubectl("create", "namespace", namespace)
+            self.cp.kubectl("label", "namespace", namespace, f"{LABEL}={label}")
+        self.apply([*webhooks(before, "before"), *webhooks(parity, "after"), *cel_policies()])
         self.failed = dict.fromkeys(MODES, 0)
         self.count = dict.fromkeys(MODES, 0)
+        self.calls = dict.fromkeys(MODES, 0.0)
         self.cpu = {mode: dict.fromkeys(PROCESSES, 0.0) for mode in MODES}  # seconds
-        self.api_sum = {w: [0.0, 0.0] for w in WEBHOOKS}  # seconds, calls
-        self.ours_sum = dict.fromkeys(WEBHOOKS, 0.0)
+
+    def apply(self, docs: list[dict[str, Any]]) -> None:
+        self.cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+    def snapshot(self) -> tuple[dict[str, float], float]:
+        """CPU seconds per process (both operators together), and every webhook call so far."""
+        text = self.cp.kubectl("get", "--raw", "/metrics").stdout
+        operators = [self.parity.process, self.before.process]
+        cpu = {
+            "dask-gpu-parity": sum(cpu_seconds(p.pid) for p in operators if p is not None),
+            "kube-apiserver": cpu_seconds(self.cp.processes["kube-apiserver"].pid),
+            "etcd": cpu_seconds(self.cp.processes["etcd"].pid),
+        }
+        return cpu, sum(webhook_calls(text).values())
+
+    def stored(self, mode: str) -> dict[str, Any]:
+        """One create in ``mode``'s namespace, read back as the API server stores it."""
+        kind, label = MODES[mode]
+        name = f"size-{mode}"
+        namespace = self.namespaces[label]
+        url = f"/apis/{DASK[0]}/{DASK[1]}/namespaces/{namespace}/daskclusters"
+        body = self.load.body(namespace, kind, name=name)
+        self.cp.kubectl("create", "--raw", url, "-f", "-", input=body.decode())
+        raw = self.cp.kubectl("get", "--raw", f"{url}/{name}").stdout
+        obj: dict[str, Any] = json.loads(raw)
+        obj["_bytes"] = len(raw.encode())
+        return obj
+
+    def ready(self, timeout: float = 120) -> None:
+        """Every set-up answers as designed (policies and indices warm, CEL compiled)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                inits = {
+                    mode: self.stored(mode)["spec"]["scheduler"]["spec"].get("initContainers", [])
+                    for mode in ("before", "after")
+                }
+                scheduler = self.stored("cel")["spec"]["scheduler"]["spec"]["containers"][0]
+                expected_driver = [  # the node inventory is indexed: placement and expectations
+                    e for e in inits["after"][-1].get("env", []) if e["name"] == EXPECT_DRIVER
+                ]
+                if (
+                    [c["name"] for c in inits["before"]] == ["gpu-parity-check"]
+                    # e209ac6's own form: the GPU in requests too, the probe's source inline
+                    and "nvidia.com/gpu" in inits["before"][0]["resources"]["requests"]
+                    and inits["before"][0]["command"][:3] == ["python", "-I", "-c"]
+                    and [c["name"] for c in inits["after"]] == [COPY, "gpu-parity-check"]
+                    and expected_driver
+                    and scheduler.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
+                    == "1"
+                ):
+                    return
+            except (RuntimeError, KeyError, IndexError):
+                pass
+            finally:
+                for label in ("before", "after", "cel"):
+                    delete_all(self.api, self.namespaces[label])
+            if time.monotonic() > deadline:
+                raise TimeoutError("the admission set-ups did not answer as designed")
+            time.sleep(1)
+
+    def sizes(self) -> dict[str, dict[str, int]]:
+        """Stored DaskCluster and dry-run scheduler Pod sizes (bytes of JSON) per GPU mode."""
+        out: dict[str, dict[str, int]] = {}
+        for mode in ("none", "before", "after", "cel"):
+            obj = self.stored(mode)
+            namespace = obj["metadata"]["namespace"]
+            deployment = build_scheduler_deployment_spec(
+                obj["metadata"]["name"],
+                obj["spec"]["scheduler"]["spec"],
+                {},
+                {},
+            )
+            template = deployment["spec"]["template"]
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {**template["metadata"], "namespace": namespace},
+                "spec": template["spec"],
+            }
+            raw = self.cp.kubectl(
+                "create",
+                "--raw",
+                f"/api/v1/namespaces/{namespace}/pods?dryRun=All",
+                "-f",
+                "-",
+                input=json.dumps(pod),
+            ).stdout.encode()
+            fields = {k: v for k, v in obj.items() if k != "_bytes"}
+            fields["metadata"] = {
+                k: v for k, v in fields["metadata"].items() if k != "managedFields"
+            }
+            out[mode] = {
+                "stored": obj["_bytes"],
+                "no managedFields": len(json.dumps(fields, separators=(",", ":"))),
+                "pod": len(raw),
+            }
+            delete_all(self.api, namespace)
+        written = json.loads(self.load.body("x", "gpu", name="size"))
+        out["input"] = {"stored": len(json.dumps(written, separators=(",", ":")))}
+        return out
 
     def warm_up(self) -> None:
         """Connections, caches and lazy imports, on every path."""
-        for mode, (manifest, _) in MODES.items():
-            asyncio.run(self.load.run(self.namespaces[mode], manifest, 10, 100))
-            delete_all(self.api, self.namespaces[mode])
+        for mode, (kind, label) in MODES.items():
+            asyncio.run(self.load.run(self.namespaces[label], kind, 10, 60))
+            delete_all(self.api, self.namespaces[label])
+            print(f"warmed up {mode}", flush=True)
 
     def run(self, mode: str, clients: int, requests: int) -> tuple[float, float]:
         """One closed-loop run; returns (p50, p99) and accumulates the counters."""
-        manifest, hooked = MODES[mode]
-        before = self.counters.snapshot()
-        lat, failed = asyncio.run(self.load.run(self.namespaces[mode], manifest, clients, requests))
-        after = self.counters.snapshot()
+        kind, label = MODES[mode]
+        namespace = self.namespaces[label]
+        cpu_before, calls_before = self.snapshot()
+        lat, failed = asyncio.run(self.load.run(namespace, kind, clients, requests))
+        cpu_after, calls_after = self.snapshot()
         for name in PROCESSES:
-            self.cpu[mode][name] += after["cpu"][name] - before["cpu"][name]
-        if hooked:
-            for w in WEBHOOKS:
-                self.api_sum[w][0] += after[("api", w, "sum")] - before[("api", w, "sum")]
-                self.api_sum[w][1] += after[("api", w, "count")] - before[("api", w, "count")]
-                self.ours_sum[w] += after[("ours", w, "sum")] - before[("ours", w, "sum")]
+            self.cpu[mode][name] += cpu_after[name] - cpu_before[name]
+        self.calls[mode] += calls_after - calls_before
         self.failed[mode] += len(failed)
         self.count[mode] += requests
         for failure in failed[:3]:
             print(f"  failed ({mode}): {failure}", flush=True)
-        delete_all(self.api, self.namespaces[mode])
+        delete_all(self.api, namespace)
         if not lat:
             raise RuntimeError(f"Every create of run ({mode}) failed")
         return quantile(lat, 0.5), quantile(lat, 0.99)
@@ -437,27 +405,147 @@ def measure(
     for clients in levels_list:
         levels[clients] = {mode: [] for mode in MODES}
         for round_ in range(rounds):
-            for mode in order[round_ % 4 :] + order[: round_ % 4]:
+            shift = round_ % len(order)
+            for mode in order[shift:] + order[:shift]:
                 p50, p99 = bench.run(mode, clients, requests[clients])
                 levels[clients][mode].append((p50, p99))
-                manifest, hooked = MODES[mode]
                 print(
-                    f"clients={clients:>3} round={round_} ({mode}) {manifest:>10}, "
-                    f"{'webhooks' if hooked else 'no webhooks':>11}: "
+                    f"clients={clients:>3} round={round_} {mode:>10}: "
                     f"p50 {ms(p50)} ms  p99 {ms(p99)} ms",
                     flush=True,
                 )
     return levels
 
 
+def report(
+    setup: dict[str, Any],
+    levels: dict[int, Samples],
+    sizes: dict[str, dict[str, int]],
+    bench: Bench,
+) -> str:
+    def med(clients: int, mode: str, index: int) -> float:
+        return statistics.median(run[index] for run in levels[clients][mode])
+
+    def added(clients: int, mode: str, index: int) -> float:
+        base = "cpu-none" if mode.startswith("cpu-") else "none"
+        return med(clients, mode, index) - med(clients, base, index)
+
+    one = min(levels)
+    lines = [
+        "## Admission latency",
+        "",
+        f"Measured {setup['date']} on {setup['machine']}, shared with other work; Kubernetes "
+        "v1.36.3 proving ground (etcd, kube-apiserver, kwok GPU node pools; no dask operator: "
+        "pure admission), one `dask-gpu-parity run --no-drift` on the same host.",
+        "",
+        "```bash",
+        setup["command"],
+        "```",
+        "",
+        "Closed loop: N clients each create distinct DaskClusters (`examples/gpu-cluster-tcp.yaml`"
+        ", or `examples/cpu-cluster.yaml` for the `cpu-` modes; unique name and worker env) "
+        "through the real kube-apiserver as fast as it answers, each mode in a namespace of its "
+        "own in the same API server. `none`: no admission. `before`: main e209ac6, its own "
+        f"operator (commit {setup['before']}: e209ac6 plus the login fix it needs to start) and "
+        "webhook "
+        "configurations (both webhooks called for every Dask create; the verifier inline). "
+        "`after`: this change (the verifier by reference, "
+        "webhooks behind matchConditions: none for CPU-only, one for a GPU create). `cel`: "
+        "the CEL peer (`benchmarks/cel/`: a "
+        "MutatingAdmissionPolicy and a ValidatingAdmissionPolicy doing only the core mutation "
+        "and DGP001, no webhook). Runs interleave the modes (order rotating per round); every "
+        f"cell is the median over {setup['rounds']} rounds of that run's percentile, in ms; "
+        "*added* is the mode minus `none` (`cpu-none` for the CPU modes).",
+        "",
+        "| clients | mode | p50 | **added p50** | p99 | **added p99** | webhook calls per create |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    calls = {m: bench.calls[m] / max(bench.count[m], 1) for m in MODES}
+    for clients in levels:
+        for mode in MODES:
+            is_base = mode in ("none", "cpu-none")
+            a50 = "" if is_base else f"**{ms(added(clients, mode, 0))}**"
+            a99 = "" if is_base else f"**{ms(added(clients, mode, 1))}**"
+            lines.append(
+                f"| {clients} | {mode} | {ms(med(clients, mode, 0))} | {a50} | "
+                f"{ms(med(clients, mode, 1))} | {a99} | {calls[mode]:.2f} |"
+            )
+    before1, after1, cel1 = (added(one, m, 0) for m in ("before", "after", "cel"))
+    growth = sizes["after"]["stored"] - sizes["none"]["stored"]
+    lines += [
+        "",
+        "Targets, in this run:",
+        "",
+        f"- added p50 at {one} client, after vs before: {ms(after1)} vs {ms(before1)} ms, "
+        f"**{after1 / before1:.2f}** of it (target: at most 0.5): "
+        f"**{'met' if after1 <= before1 / 2 else 'missed'}**;",
+        f"- a CPU-only DaskCluster: {calls['cpu-after']:.2f} webhook calls per create after "
+        f"({calls['cpu-before']:.2f} before), added p50 {ms(added(one, 'cpu-after', 0))} ms "
+        f"(before {ms(added(one, 'cpu-before', 0))} ms): "
+        f"**{'met' if calls['cpu-after'] == 0 else 'missed'}**;",
+        f"- the stored DaskCluster {growth:,} bytes larger than as written (none) after, "
+        f"{sizes['before']['stored'] - sizes['none']['stored']:,} before (target: at most "
+        f"1,536): **{'met' if growth <= 1536 else 'missed'}**;",
+        f"- ratio to the CEL peer, added p50 at {one} client: after {after1 / cel1:.1f}, "
+        f"before {before1 / cel1:.1f} (cel added {ms(cel1)} ms).",
+        "",
+        "Sizes (bytes of JSON; the Pod is what the dask operator's "
+        "`build_scheduler_deployment_spec` makes of the stored scheduler spec, created with "
+        "`dryRun`):",
+        "",
+        "| | stored DaskCluster | without managedFields | scheduler Pod |",
+        "| --- | --- | --- | --- |",
+        f"| as sent (compact JSON) | {sizes['input']['stored']:,} | | |",
+    ]
+    for mode in ("none", "before", "after", "cel"):
+        s = sizes[mode]
+        lines.append(f"| {mode} | {s['stored']:,} | {s['no managedFields']:,} | {s['pod']:,} |")
+    failed = bench.failed
+    lines += [
+        "",
+        f"Creates: {sum(bench.count.values())} in all; **failed: {sum(failed.values())}** "
+        f"({', '.join(f'{m}: {n}' for m, n in failed.items())}).",
+        "",
+        "CPU time per create (ms; each process's user + system time over all runs of a mode, "
+        "divided by its creates; the machine's other work is not in it):",
+        "",
+        "| process | " + " | ".join(MODES) + " |",
+        "| --- |" + " --- |" * len(MODES),
+    ]
+    for name in (*PROCESSES, "all three"):
+        row = [
+            sum(bench.cpu[m].values()) / max(bench.count[m], 1)
+            if name == "all three"
+            else bench.cpu[m][name] / max(bench.count[m], 1)
+            for m in MODES
+        ]
+        lines.append(f"| {name} | " + " | ".join(f"{v * 1000:.1f}" for v in row) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace the "## Admission latency" section of ``path`` (or append it)."""
+    text = path.read_text() if path.exists() else "# Performance\n"
+    start = text.find("## Admission latency\n")
+    if start == -1:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + ("" if end == -1 else "\n" + text[end + 1 :])
+    path.write_text(text.rstrip("\n") + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--concurrency", default="1,10,50")
-    parser.add_argument("--requests", default="200,400,1000", help="creates per run, per level")
-    parser.add_argument("--direct", type=int, default=500, help="direct POSTs per webhook")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", default="1,10")
+    parser.add_argument("--requests", default="200,400", help="creates per run, per level")
     parser.add_argument("--run-dir", type=Path, default=ROOT / ".run" / "bench-admission")
     parser.add_argument("--write", type=Path, help="put the section into this Markdown file")
+    parser.add_argument(
+        "--before", default=BEFORE, help=f"the commit the before mode runs (default {BEFORE})"
+    )
     args = parser.parse_args(argv)
     levels_list = [int(c) for c in args.concurrency.split(",")]
     requests = dict(zip(levels_list, (int(r) for r in args.requests.split(",")), strict=True))
@@ -469,38 +557,26 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), "
         f"Python {platform.python_version()}",
         "command": " ".join(["python -m benchmarks.admission_latency", *words]),
-        "requests": requests,
         "rounds": args.rounds,
+        "before": args.before,
     }
     with ProvingGround(args.run_dir, dask_operator=False) as ground:
         assert ground.api is not None
         install_crds(ground.control_plane.kubectl)
-        parity = ParityOperator(ground.control_plane, ground.api, ground.control_plane.logs,
-                                drift=False).start()  # fmt: skip
+        parity = ParityOperator(
+            ground.control_plane, ground.api, ground.control_plane.logs, drift=False
+        ).start(webhooks=False)
+        before = before_operator(ground, args.run_dir, args.before)
+        bench = Bench(ground, parity, before)
+        bench.ready()
         print(f"dask-gpu-parity ready in {parity.ready_seconds:.1f}s", flush=True)
-        ground.control_plane.kubectl("create", "namespace", "bench-direct")
-        bench = Bench(ground, parity)
+        sizes = bench.sizes()
+        print(json.dumps(sizes), flush=True)
         bench.warm_up()
-        first = bench.counters.snapshot()
         levels = measure(bench, levels_list, requests, args.rounds)
-        last = bench.counters.snapshot()
-        totals: dict[str, Any] = {
-            "failed": bench.failed,
-            "count": bench.count,
-            "api": {w: s / max(n, 1) for w, (s, n) in bench.api_sum.items()},
-            "ours": {w: bench.ours_sum[w] / max(bench.api_sum[w][1], 1) for w in WEBHOOKS},
-            "hist": {
-                w: histogram_stats(first[("ours", w, "buckets")], last[("ours", w, "buckets")])
-                for w in WEBHOOKS
-            },
-            "cpu": {
-                mode: {name: s / max(bench.count[mode], 1) for name, s in by_name.items()}
-                for mode, by_name in bench.cpu.items()
-            },
-            "direct": direct_posts(parity, args.direct),
-        }
+        before.stop()
         parity.uninstall()
-    section = report(setup, levels, totals)
+    section = report(setup, levels, sizes, bench)
     print("\n" + section)
     if args.write:
         write_section(args.write, section)

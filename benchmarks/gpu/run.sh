@@ -36,6 +36,12 @@ fi
 timeout 60 "$PY" -c 'import dask, distributed, distributed_ucxx, ucxx, rmm, cupy; print("imports ok", dask.__version__, distributed_ucxx.__version__, rmm.__version__, cupy.__version__)' >>"$OUT/install.log" 2>&1
 tail -3 "$OUT/install.log"
 
+# After the wheels: the scheduler's Python has RMM and CuPy, as a RAPIDS image has.
+echo "== the verifier's two steps (copy, then python -I <path>) beside the inline form"
+timeout 150 "$PY" "$HERE/verifier_steps.py" --python "$PY" --runs 7 --out "$OUT/verifier.jsonl" >"$OUT/verifier.log" 2>&1
+echo "verifier_steps exit $?"
+tail -1 "$OUT/verifier.log"
+
 echo "== reproduce docs/verification.md section 2"
 timeout 330 "$PY" "$HERE/reproduce.py" --out "$OUT/reproduce.jsonl" --logs "$OUT/logs.txt" --hang-s "${HANG_S:-30}" >"$OUT/reproduce.log" 2>&1
 echo "reproduce exit $?"
