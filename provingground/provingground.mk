@@ -35,3 +35,9 @@ demo-down: ## Stop anything an interrupted `make demo` left running
 .PHONY: proving-ground
 proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up until Ctrl-C
 	$(BIN)/python -m provingground.up
+
+.PHONY: gpunode
+gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, images, manifests) into .gpunode/
+	$(PG_DIR)/gpunode/build.sh .gpunode
+	$(BIN)/python -m provingground.gpunode.payload .gpunode/payload .gpunode/bin/pause
+	$(PG_DIR)/gpunode/wheels.sh .gpunode/wheels

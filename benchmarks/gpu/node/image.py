@@ -50,9 +50,12 @@ DRIVER_FILES = re.compile(
 SKIP_STDLIB = {"test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip"}
 LAUNCHER = """#!/usr/bin/python3
 # The console script distributed no longer installs ({module}:main); RAPIDS' examples run it.
+# The __main__ guard matters: the nanny starts the worker with multiprocessing's spawn, which
+# imports this file again.
 import sys
 from {module} import main
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
 """
 
 

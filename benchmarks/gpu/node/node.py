@@ -982,6 +982,9 @@ state = "{self.root / "run/containerd"}"
         self.kubectl("delete", "-f", str(man / "scheduler-pass.yaml"), "--wait=true", timeout=120)
         wait("pass pod gone", lambda: not self.pods("rapids-tcp"), 90, self.log, every=0.25)
         cases["fail"] = self.run_case("fail", man / "scheduler-fail.yaml", expect_pass=False)
+        # The failing pod keeps its GPU allocated while it backs off: free it for what follows.
+        self.kubectl("delete", "-f", str(man / "scheduler-fail.yaml"), "--wait=true", timeout=120)
+        wait("fail pod gone", lambda: not self.pods("rapids-tcp-nogpu"), 90, self.log, every=0.25)
 
     def cupy_phase(self) -> None:  # noqa: PLR0915  # one linear story per variant
         """The RAPIDS CuPy example through real pods: the scheduler as written, then as fixed."""
@@ -993,13 +996,22 @@ state = "{self.root / "run/containerd"}"
             ],
             check=True,
         )
+        # CuPy compiles its kernels with NVRTC, which needs the CUDA headers: RAPIDS images have
+        # them; here they come from this machine's toolkit, as CuPy finds it on the host.
+        cuda_path = sh(
+            [self.args.python, "-c", "import cupy.cuda; print(cupy.cuda.get_cuda_path() or '')"]
+        ).strip().splitlines()[-1:] or [""]
+        cuda = cuda_path[0] if cuda_path[0].startswith("/") else ""
+        if not cuda and Path("/usr/local/cuda/include").is_dir():
+            cuda = "/usr/local/cuda"
+        results_cuda = {"cuda_path": cuda}
         client_site = self.root / "client-site"
         for wheel in sorted(self.args.wheels.glob("*.whl")):
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(client_site)
         client_env = {**self.env, "PYTHONPATH": str(client_site), "PYTHONUNBUFFERED": "1"}
         man = self.payload / "manifests"
-        results = self.summary["cupy"] = {"site_packages": site}
+        results = self.summary["cupy"] = {"site_packages": site, **results_cuda}
         for variant in ("without", "with"):
             res: dict[str, Any] = {}
             results[variant] = res
@@ -1032,10 +1044,19 @@ state = "{self.root / "run/containerd"}"
                     )
                 pyname = Path(self.summary["image"]["python"]).name  # e.g. python3.12
                 image_site = f"/usr/local/lib/{pyname}/dist-packages"  # the image's Dask first
+                if cuda:
+                    pod["volumes"].append(
+                        {"name": "host-cuda", "hostPath": {"path": cuda, "type": "Directory"}}
+                    )
                 for c in pod["containers"]:
                     c.setdefault("env", []).append(
                         {"name": "PYTHONPATH", "value": f"{image_site}:{site}"}
                     )
+                    if cuda:
+                        c["env"].append({"name": "CUDA_PATH", "value": cuda})
+                        c.setdefault("volumeMounts", []).append(
+                            {"name": "host-cuda", "mountPath": cuda, "readOnly": True}
+                        )
                     c.setdefault("volumeMounts", []).append(
                         {"name": "host-site", "mountPath": site, "readOnly": True}
                     )
@@ -1080,7 +1101,7 @@ state = "{self.root / "run/containerd"}"
             path = self.root / f"{cluster}-worker.json"
             path.write_text(json.dumps(worker))
             self.log(self.kubectl("apply", "-f", str(path)))
-            for workload, limit in (("graph", 90), ("gather", 45)):
+            for workload, limit in (("graph", 60), ("gather", 30)):
                 t = time.monotonic()
                 try:
                     out = sh(

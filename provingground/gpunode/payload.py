@@ -1,0 +1,194 @@
+"""Prepare what the GPU node needs besides the binaries: PKI, kubeconfigs, images, manifests.
+
+Run here (it needs ``cryptography``, ``dask-kubernetes`` and ``dask-gpu-parity`` from the dev
+environment); the GPU machine has none of them, and gets the result as files:
+
+    python -m provingground.gpunode.payload .gpunode/payload
+
+Writes into that folder:
+
+- ``pki/``: cluster CA, API server serving certificate, admin, node (``system:node:gpu-node``)
+  and front-proxy client certificates, service-account key pair; ``admin.kubeconfig`` and
+  ``kubelet.kubeconfig`` for ``https://127.0.0.1:6443``.
+- ``images/pause.tar``: the sandbox image, an OCI archive of the static ``pause`` binary
+  (``build.sh`` builds it into ``.gpunode/bin``).
+- ``manifests/``: the DaskCluster of ``examples/gpu-cluster-tcp.yaml`` adapted to the GPU machine
+  (local image; workers on ``NVIDIA-H200`` nodes), ``dask-gpu-parity fix``'s output for it, and
+  the scheduler Deployment the dask operator would create from that output
+  (``build_scheduler_deployment_spec`` of dask-kubernetes itself): ``scheduler-pass.yaml``, and
+  ``scheduler-fail.yaml`` for the same cluster with ``CUDA_VISIBLE_DEVICES=""`` in the scheduler
+  container's env (the case ``fix`` must turn into a failing init container).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from provingground.gpunode import ociimage
+from provingground.kubeconfig import write_kubeconfig
+from provingground.pki import CertificateAuthority, write_key
+
+__all__ = ["IMAGE", "NODE_NAME", "PAUSE_IMAGE", "SERVER", "main", "prepare"]
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_NAME = "gpu-node"
+SERVER = "https://127.0.0.1:6443"
+PAUSE_IMAGE = "localhost/gpunode/pause:local"
+IMAGE = "localhost/gpunode/dask:local"  # made on the GPU machine (benchmarks/gpu/node/image.py)
+GPU_PRODUCT = "NVIDIA-H200"  # GFD's nvidia.com/gpu.product for "NVIDIA H200"
+NAMESPACE = "gpu-parity"
+
+
+def _pki(out: Path) -> None:
+    pki = out / "pki"
+    ca = CertificateAuthority.create(pki)
+    ca.issue(
+        "apiserver",
+        common_name="kube-apiserver",
+        hostnames=[
+            "127.0.0.1",
+            "localhost",
+            "10.0.0.1",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ],
+    )
+    admin = ca.issue("admin", common_name="admin", organizations=["system:masters"], client=True)
+    node = ca.issue(
+        "node",
+        common_name=f"system:node:{NODE_NAME}",
+        organizations=["system:nodes"],
+        client=True,
+    )
+    ca.issue("front-proxy-client", common_name="front-proxy-client", client=True)
+    write_key(pki / "sa.key")
+    write_kubeconfig(out / "admin.kubeconfig", SERVER, ca.cert_path, *admin)
+    write_kubeconfig(out / "kubelet.kubeconfig", SERVER, ca.cert_path, *node)
+
+
+def _pause_image(out: Path, pause_binary: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        rootfs = Path(tmp)
+        shutil.copy2(pause_binary, rootfs / "pause")
+        (out / "images").mkdir(parents=True, exist_ok=True)
+        ociimage.build(rootfs, PAUSE_IMAGE, out / "images" / "pause.tar", entrypoint=["/pause"])
+
+
+def _local_cluster() -> dict[str, Any]:
+    """examples/gpu-cluster-tcp.yaml with the local image and the GPU machine's product."""
+    doc: dict[str, Any] = yaml.safe_load((REPO / "examples" / "gpu-cluster-tcp.yaml").read_text())
+    spec = doc["spec"]
+    for part in (spec["scheduler"]["spec"], spec["worker"]["spec"]):
+        for container in part["containers"]:
+            container["image"] = IMAGE
+    spec["worker"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": GPU_PRODUCT}
+    spec["worker"]["replicas"] = 1
+    doc["metadata"]["namespace"] = NAMESPACE
+    return doc
+
+
+def _fix(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cli = Path(sys.executable).with_name("dask-gpu-parity")
+    proc = subprocess.run(
+        [str(cli), "fix", str(path)], capture_output=True, text=True, check=False, timeout=120
+    )
+    if proc.returncode not in (0, 1) or not proc.stdout.strip():
+        raise RuntimeError(f"dask-gpu-parity fix {path} failed: {proc.stderr.strip()}")
+    fixed: dict[str, Any] = yaml.safe_load(proc.stdout)
+    path.with_name(path.stem + "-fixed.yaml").write_text(proc.stdout)
+    return fixed
+
+
+def _worker(cluster: dict[str, Any]) -> dict[str, Any]:
+    from dask_kubernetes.operator.controller.controller import (  # noqa: PLC0415
+        build_worker_deployment_spec,
+    )
+
+    name = cluster["metadata"]["name"]
+    worker = build_worker_deployment_spec(
+        "default", NAMESPACE, name, "0", copy.deepcopy(cluster["spec"]["worker"]["spec"]), {}, {}
+    )
+    worker["metadata"]["namespace"] = NAMESPACE
+    return worker
+
+
+def _deployment(cluster: dict[str, Any]) -> dict[str, Any]:
+    from dask_kubernetes.operator.controller.controller import (  # noqa: PLC0415
+        build_scheduler_deployment_spec,
+    )
+
+    name = cluster["metadata"]["name"]
+    deployment = build_scheduler_deployment_spec(
+        name, copy.deepcopy(cluster["spec"]["scheduler"]["spec"]), {}, {}
+    )
+    deployment["metadata"]["namespace"] = NAMESPACE
+    return deployment
+
+
+def _manifests(out: Path) -> None:
+    man = out / "manifests"
+    man.mkdir(parents=True, exist_ok=True)
+    passing = _local_cluster()
+    failing = copy.deepcopy(passing)
+    failing["metadata"]["name"] = "rapids-tcp-nogpu"
+    failing["spec"]["scheduler"]["service"]["selector"]["dask.org/cluster-name"] = failing[
+        "metadata"
+    ]["name"]
+    scheduler = failing["spec"]["scheduler"]["spec"]["containers"][0]
+    scheduler["env"] = [{"name": "CUDA_VISIBLE_DEVICES", "value": ""}]
+
+    def write(path: Path, doc: dict[str, Any]) -> None:
+        plain = json.loads(json.dumps(doc))  # no YAML anchors for shared label maps
+        path.write_text(yaml.safe_dump(plain, sort_keys=False))
+
+    for name, doc in (("pass", passing), ("fail", failing)):
+        fixed = _fix(doc, man / f"daskcluster-{name}.yaml")
+        write(man / f"scheduler-{name}.yaml", _deployment(fixed))
+    # The CuPy example through real pods: the RAPIDS cluster as written (scheduler without GPU)
+    # and as fixed, each with one GPU worker (the operator's own worker Deployment).
+    for name in ("without", "with"):
+        doc = copy.deepcopy(passing)
+        doc["metadata"]["name"] = f"cupy-{name}"
+        doc["spec"]["scheduler"]["service"]["selector"]["dask.org/cluster-name"] = f"cupy-{name}"
+        if name == "with":
+            doc = _fix(doc, man / "daskcluster-cupy-with.yaml")
+        write(man / f"cupy-{name}-scheduler.yaml", _deployment(doc))
+        write(man / f"cupy-{name}-worker.yaml", _worker(doc))
+
+
+def prepare(out: Path, pause_binary: Path) -> Path:
+    """Write the payload into ``out`` (replacing it); return ``out``."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    _pki(out)
+    _pause_image(out, pause_binary)
+    _manifests(out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m provingground.gpunode.payload OUT [PAUSE_BINARY]``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    out = Path(args[0] if args else ".gpunode/payload")
+    pause = Path(args[1] if len(args) > 1 else ".gpunode/bin/pause")
+    prepare(out, pause)
+    print(f"gpunode payload: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
