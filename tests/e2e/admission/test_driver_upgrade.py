@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 CLUSTER = "upgraded"
 OLD = ("570.172.08", "12.8")
 NEW = ("580.95.05", "13.0")
+IMAGE = "nvcr.io/nvidia/rapidsai/base:25.12-cuda12.8-py3.12"
 
 
 def _events(api: client.ApiClient, namespace: str, reason: str) -> list[client.CoreV1Event]:
@@ -79,6 +80,9 @@ def running(cluster, parity, dask_operator) -> Iterator[tuple[str, Any]]:
         cluster.kubectl("apply", "-f", "-", input=json.dumps(policy))
         doc = example("gpu-cluster-tcp.yaml", namespace=namespace, name=CLUSTER)
         doc["spec"]["worker"]["replicas"] = 1
+        # A CUDA 12 image: it runs on both drivers (a CUDA 13 one is denied on 570: DGP020).
+        for side in ("scheduler", "worker"):
+            doc["spec"][side]["spec"]["containers"][0]["image"] = IMAGE
         doc["spec"]["worker"]["spec"]["nodeSelector"] = {POOL_LABEL: pool.name}
         # Through our webhooks: the scheduler gets its GPU and the pool from the policy.
         eventually(lambda: parity.create(doc), timeout=60, retry_on=(ApiException,))
