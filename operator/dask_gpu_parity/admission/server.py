@@ -29,6 +29,9 @@ from .state import OperatorState
 __all__ = ["WebhookServer"]
 
 log = logging.getLogger("dask_gpu_parity")
+# A request's body must arrive within this, below the webhooks' default timeoutSeconds (5): the
+# API server has given up on the request by then anyway.
+BODY_SECONDS = 4.0
 _READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
 _LOADING = (
     "dask-gpu-parity is still listing nodes, namespaces and policies: this resource was not "
@@ -68,9 +71,11 @@ class WebhookServer(kopf.WebhookServer):
         webhook = request.match_info.get("id", "")
         data: Any = None
         try:
-            data = reviews.loads(await _read(request))
+            data = reviews.loads(await asyncio.wait_for(_read(request), BODY_SECONDS))
         except _TooLargeError:
             answer = reviews.too_large()
+        except TimeoutError:  # a slow or half-sent body holds no connection for long
+            answer = reviews.malformed(None, f"the body did not arrive within {BODY_SECONDS:g} s")
         except (ValueError, RecursionError) as exc:
             answer = reviews.malformed(None, f"the body is not JSON ({exc})")
         else:

@@ -349,3 +349,19 @@ def test_operator_healthy_after_bad_input(parity):
     assert warnings
     assert fixed["spec"]["scheduler"]["spec"]["initContainers"]
     assert parity.metric("dgp_admission_requests_total", result="malformed") > 0
+
+
+def test_half_sent_body_answered_not_held_open(parity):
+    """A body announced but never sent ends in an AdmissionReview, not a connection held open."""
+    conn = parity.connection(timeout=30)  # a bound for the client, far above the server's limit
+    try:
+        conn.putrequest("POST", "/mutate-daskcluster")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", "100000")
+        conn.endheaders(b'{"apiVersion": "admission.k8s.io/v1", "kind": "Adm')
+        response = conn.getresponse()
+        answer = check_answer(response.status, response.read(), None)
+    finally:
+        conn.close()
+    assert answer["allowed"] is False
+    assert "the body did not arrive within" in answer["status"]["message"]
