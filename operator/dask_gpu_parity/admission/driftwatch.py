@@ -63,6 +63,7 @@ DEPLOYMENTS = Resource(
     "deployments", "/apis/apps/v1/deployments", label_selector=f"{COMPONENT_LABEL}=scheduler"
 )
 PODS = Resource("pods", "/api/v1/pods", label_selector=f"{COMPONENT_LABEL} in (scheduler,worker)")
+_KINDS = (CLUSTERS, DEPLOYMENTS, PODS)
 SPEC, PLACEMENT = 1, 2
 _SLICE_SECONDS = 0.02  # checks run this long, then the event loop serves others
 _RESHAPE_SECONDS = 5.0  # node shape changes are coalesced for this long
@@ -139,6 +140,7 @@ class DriftWatch:
         self._repairs: set[asyncio.Task[None]] = set()
         self.checks = 0
         self.first_pass_seconds: float | None = None
+        self._listed: set[str] = set()  # resources whose first LIST is complete
 
     # -- what the informers feed ---------------------------------------------------------------
 
@@ -283,6 +285,14 @@ class DriftWatch:
                 for name in names:
                     self.mark((namespace, name), SPEC | PLACEMENT)
 
+    def listed(self, kind: str) -> None:
+        """A resource's LIST is complete: Pods now give placement verdicts."""
+        if kind == PODS.kind and kind not in self._listed:
+            for key in self._pods_of:
+                self.mark(key, PLACEMENT)
+        self._listed.add(kind)
+        self._wake.set()
+
     def mark(self, key: Key, what: int) -> None:
         """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
         if key not in self._marks:
@@ -295,12 +305,14 @@ class DriftWatch:
     # -- checking ----------------------------------------------------------------------------
 
     async def run(self, state: Any) -> None:
-        """Wait for every informer's first LIST, check all clusters once, then what changes."""
+        """Check what is marked, as it arrives; the first pass ends when all is listed and checked.
+
+        Checks start while DaskClusters and Deployments are still being listed (every object
+        listed marks its cluster), so the first pass takes about as long as the lists, not the
+        lists and then the checks. Placement waits for the Pod list: a verdict from some of a
+        cluster's Pods could be wrong.
+        """
         self.state = state
-        while not all(i.synced.is_set() for i in state.informers):
-            await asyncio.sleep(0.1)
-        for key in self._clusters:
-            self.mark(key, SPEC | PLACEMENT)
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -310,7 +322,7 @@ class DriftWatch:
                     key = self._queue.popleft()
                     self._check(key, self._marks.pop(key))
                 await asyncio.sleep(0)
-            if self.first_pass_seconds is None:
+            if self.first_pass_seconds is None and self._listed >= {c.kind for c in _KINDS}:
                 self.first_pass_seconds = time.monotonic() - state.started
                 drifted = sum(self.specs.counts().values())
                 log.log(
@@ -368,6 +380,8 @@ class DriftWatch:
             )
 
     def _check_placement(self, key: Key, cluster: _Cluster, policy: Policy) -> None:
+        if PODS.kind not in self._listed:
+            return  # checked again once every Pod is listed
         schedulers: list[placement.PodPlace] = []
         workers: list[placement.PodPlace] = []
         for name in self._pods_of.get(key, ()):
@@ -453,7 +467,7 @@ class _Clusters:
         self.watch.drop_cluster((namespace, name))
 
     def listed(self) -> None:
-        pass
+        self.watch.listed(CLUSTERS.kind)
 
 
 class _Deployments:
@@ -467,7 +481,7 @@ class _Deployments:
         self.watch.drop_deployment(key)
 
     def listed(self) -> None:
-        pass
+        self.watch.listed(DEPLOYMENTS.kind)
 
 
 class _Pods:
@@ -481,4 +495,4 @@ class _Pods:
         self.watch.drop_pod(key)
 
     def listed(self) -> None:
-        pass
+        self.watch.listed(PODS.kind)
