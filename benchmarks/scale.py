@@ -282,6 +282,7 @@ class Watcher:
         self.metrics: dict[Any, float] = {}
         self.first_pass_at: float | None = None
         self.readyz_at: float | None = None
+        self.tls_at: float | None = None
         self.status: dict[str, int] = {}
         self.thread = threading.Thread(target=self.loop, daemon=True)
 
@@ -290,6 +291,10 @@ class Watcher:
         next_sample = 0.0
         while not self.stop.is_set():
             now = time.monotonic() - self.t0
+            if self.tls_at is None:
+                with contextlib.suppress(OSError):
+                    self.op._tls_accepts()
+                    self.tls_at = time.monotonic() - self.t0
             if now >= next_sample:
                 self.status = proc_status(self.pid) or self.status
                 next_sample = now + 0.5
@@ -318,7 +323,8 @@ class Watcher:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", self.op.metrics_port, timeout=5)
             conn.request("GET", "/readyz")
-            ok = conn.getresponse().status == 200
+            response = conn.getresponse()
+            ok = response.status == 200 and response.read() == b"ok\n"  # not /metrics' text
             conn.close()
         except OSError:
             return False
@@ -415,10 +421,6 @@ def wait_full(op: ParityOperator, run: Run, t0: float, deadline: float) -> None:
     assert op.process is not None
     while time.monotonic() < deadline and run.full is None:
         op.check_alive()
-        if run.tls is None:
-            with contextlib.suppress(OSError):
-                op._tls_accepts()
-                run.tls = time.monotonic() - t0
         answer = ucx_answer(op, run.gpu_nodes)
         run.early_answers[answer] += 1
         if answer in ("partial", "admitted", "other"):
@@ -495,7 +497,7 @@ def measure(
         time.sleep(5)
         status = proc_status(pid)
         run.rss, run.hwm = status.get("VmRSS", 0), status.get("VmHWM", 0)
-        run.readyz = watcher.readyz_at
+        run.readyz, run.tls = watcher.readyz_at, watcher.tls_at
         if run.full is not None:
             run.admission = admission_p50(op, args.creates)
     finally:

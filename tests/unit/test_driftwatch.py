@@ -93,11 +93,15 @@ class Harness:
         raise AssertionError("the drift watch did not settle")
 
 
-def run(test: Callable[[Harness], Any], **kwargs: Any) -> Harness:
+def run(test: Callable[[Harness], Any], *, listed: bool = True, **kwargs: Any) -> Harness:
+    """Run ``test`` with the watch running (its resources listed, unless ``listed`` is false)."""
     harness = Harness(**kwargs)
 
     async def main() -> None:
         task = asyncio.create_task(harness.watch.run(harness.state))
+        if listed:
+            for resource, _ in harness.watch.sinks():
+                harness.watch.listed(resource.kind)
         try:
             await test(harness)
         finally:
@@ -259,5 +263,41 @@ def test_finished_pods_do_not_count(phase: str) -> None:
         h.watch.put_pod(done)
         await h.settle()
         assert h.events.posted == []
+
+    run(test)
+
+
+def test_checks_start_while_listing_and_placement_waits_for_every_pod() -> None:
+    async def test(h: Harness) -> None:
+        h.nodes.upsert(node("h0", *H100))
+        h.nodes.upsert(node("a0", *A100))
+        for i in range(3):  # listed before the watch has seen every resource's LIST end
+            doc = dask_cluster(f"c{i}")
+            h.watch.put_cluster(doc)
+            h.watch.put_deployment(scheduler_deployment(doc))
+        h.watch.put_pod(pod("c0-s", "c0", "scheduler", "h0"))
+        h.watch.put_pod(pod("c0-w", "c0", "worker", "a0"))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert h.events.reasons() == ["ParityDrift"] * 3  # spec checks did not wait
+        assert h.watch.first_pass_seconds is None
+        h.watch.listed("daskclusters")
+        h.watch.listed("deployments")
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert h.watch.first_pass_seconds is None  # pods not listed: no placement verdict yet
+        assert "ParityDriverMismatch" not in h.events.reasons()
+        h.watch.listed("pods")
+        await h.settle()
+        assert h.events.reasons()[-1] == "ParityDriverMismatch"
+        assert h.watch.first_pass_seconds is not None
+
+    run(test, listed=False)
+
+
+def test_first_pass_ends_without_any_cluster() -> None:
+    async def test(h: Harness) -> None:
+        await h.settle()
+        assert h.watch.figures()["drift_watched"] == 0
 
     run(test)

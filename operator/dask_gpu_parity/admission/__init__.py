@@ -1,10 +1,12 @@
 """Admission and the drift watch: the operator that runs beside the dask-kubernetes operator.
 
 Pure first: ``decisions`` (what to answer), ``reviews`` (AdmissionReviews), ``configurations``
-(the webhook configurations) and ``drift`` (a scheduler Deployment against parity) import no
+(the webhook configurations), ``drift`` (a scheduler Deployment against parity), ``placement``
+(where the pods run, by driver class) and ``nodeindex`` (GPU nodes grouped by shape) import no
 I/O library. Then the wiring: ``state`` (the one owner of the running operator's state),
-``server`` (the HTTPS webhook server), ``handlers`` (kopf: indices, the drift watch, ``run``),
-``kube`` (the Kubernetes client) and ``metrics`` (Prometheus).
+``informer`` and ``apiserver`` (list-then-watch over aiohttp), ``driftwatch`` and ``events``,
+``server`` (the HTTPS webhook server), ``handlers`` (kopf: settings, ``run``), ``kube`` (the
+Kubernetes client) and ``metrics`` (Prometheus and ``/readyz``).
 
 Importing this package imports no kopf: ``check`` and ``webhook-config`` use its pure modules.
 """

@@ -89,6 +89,10 @@ class DriftStores:
         """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
         raise NotImplementedError
 
+    def listed(self, kind: str) -> None:
+        """A resource's first LIST is complete."""
+        raise NotImplementedError
+
     # -- what the informers feed ---------------------------------------------------------------
 
     def sinks(self) -> list[tuple[Resource, Any]]:
@@ -213,7 +217,7 @@ class _Clusters:
         self.watch.drop_cluster((namespace, name))
 
     def listed(self) -> None:
-        pass
+        self.watch.listed(CLUSTERS.kind)
 
 
 class _Deployments:
@@ -227,7 +231,7 @@ class _Deployments:
         self.watch.drop_deployment(key)
 
     def listed(self) -> None:
-        pass
+        self.watch.listed(DEPLOYMENTS.kind)
 
 
 class _Pods:
@@ -241,4 +245,4 @@ class _Pods:
         self.watch.drop_pod(key)
 
     def listed(self) -> None:
-        pass
+        self.watch.listed(PODS.kind)

@@ -58,6 +58,7 @@ __all__ = ["CLUSTERS", "DEPLOYMENTS", "PODS", "DriftWatch"]
 
 log = logging.getLogger("dask_gpu_parity")
 
+_KINDS = (CLUSTERS, DEPLOYMENTS, PODS)
 _SLICE_SECONDS = 0.02  # checks run this long, then the event loop serves others
 _RESHAPE_SECONDS = 5.0  # node shape changes are coalesced for this long
 
@@ -93,6 +94,7 @@ class DriftWatch(DriftStores):
         self._repairs: set[asyncio.Task[None]] = set()
         self.checks = 0
         self.first_pass_seconds: float | None = None
+        self._listed: set[str] = set()  # resources whose first LIST is complete
 
     # -- what the operator's state tells -----------------------------------------------------
 
@@ -126,6 +128,14 @@ class DriftWatch(DriftStores):
                 for name in names:
                     self.mark((namespace, name), SPEC | PLACEMENT)
 
+    def listed(self, kind: str) -> None:
+        """A resource's LIST is complete: Pods now give placement verdicts."""
+        if kind == PODS.kind and kind not in self._listed:
+            for key in self._pods_of:
+                self.mark(key, PLACEMENT)
+        self._listed.add(kind)
+        self._wake.set()
+
     def mark(self, key: Key, what: int) -> None:
         """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
         if key not in self._marks:
@@ -138,12 +148,14 @@ class DriftWatch(DriftStores):
     # -- checking ----------------------------------------------------------------------------
 
     async def run(self, state: Any) -> None:
-        """Wait for every informer's first LIST, check all clusters once, then what changes."""
+        """Check what is marked, as it arrives; the first pass ends when all is listed and checked.
+
+        Checks start while DaskClusters and Deployments are still being listed (every object
+        listed marks its cluster), so the first pass takes about as long as the lists, not the
+        lists and then the checks. Placement waits for the Pod list: a verdict from some of a
+        cluster's Pods could be wrong.
+        """
         self.state = state
-        while not all(i.synced.is_set() for i in state.informers):
-            await asyncio.sleep(0.1)
-        for key in self._clusters:
-            self.mark(key, SPEC | PLACEMENT)
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -153,7 +165,7 @@ class DriftWatch(DriftStores):
                     key = self._queue.popleft()
                     self._check(key, self._marks.pop(key))
                 await asyncio.sleep(0)
-            if self.first_pass_seconds is None:
+            if self.first_pass_seconds is None and self._listed >= {c.kind for c in _KINDS}:
                 self.first_pass_seconds = time.monotonic() - state.started
                 drifted = sum(self.specs.counts().values())
                 log.log(
@@ -211,6 +223,8 @@ class DriftWatch(DriftStores):
             )
 
     def _check_placement(self, key: Key, cluster: _Cluster, policy: Policy) -> None:
+        if PODS.kind not in self._listed:
+            return  # checked again once every Pod is listed
         schedulers: list[placement.PodPlace] = []
         workers: list[placement.PodPlace] = []
         for name in self._pods_of.get(key, ()):

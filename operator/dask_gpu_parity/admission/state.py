@@ -25,6 +25,7 @@ from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, S
 
 from . import metrics
 from .apiserver import ApiServer
+from .driftwatch import DriftWatch
 from .informer import Informer, Resource, object_key
 from .nodeindex import NodeChange, NodeIndex
 
@@ -136,7 +137,7 @@ class OperatorState:
         self.informers: list[Informer] = []
         self.ready = asyncio.Event()
         self.ready_at: float | None = None  # seconds after ``started``
-        self.drift: Any = None  # a driftwatch.DriftWatch when the drift watch runs
+        self.drift: DriftWatch | None = None  # when the drift watch runs (not --no-drift)
         self._tasks: list[asyncio.Task[Any]] = []
 
     # -- what the webhooks and the drift watch read ------------------------------------------
@@ -195,14 +196,14 @@ class OperatorState:
         self._spawn(self._become_ready(), "readiness")
         self._spawn(self._publisher(), "metrics publisher")
         if self.drift is not None:
-            self._spawn(self._start_drift(api), "drift start")
+            self._spawn(self._start_drift(api, self.drift), "drift start")
 
-    async def _start_drift(self, api: ApiServer) -> None:
+    async def _start_drift(self, api: ApiServer, drift: DriftWatch) -> None:
         await self.ready.wait()
-        for resource, sink in self.drift.sinks():
+        for resource, sink in drift.sinks():
             self._inform(api, resource, sink)
-        self._spawn(self.drift.run(self), "drift watch")
-        self._spawn(self.drift.events.run(), "events")
+        self._spawn(drift.run(self), "drift watch")
+        self._spawn(drift.events.run(), "events")
 
     def _inform(self, api: ApiServer, resource: Resource, sink: Any) -> None:
         informer = Informer(api, resource, sink)
