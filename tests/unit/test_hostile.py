@@ -175,12 +175,5 @@ def test_webhook_answers_strict_json(doc: dict[str, Any], action: str) -> None:
         decision = decisions.mutate(doc, policy, None, namespace_skip=False)
     else:
         decision = decisions.validate(doc, policy, None, cluster=None, namespace_skip=False)
-    answer = reviews.review(
-        data,
-        allowed=decision.denial is None,
-        code=422,
-        message=decision.denial or "",
-        warnings=decision.warnings,
-        patch=decision.patch,
-    )
+    answer = reviews.decided(data, decision)
     _strict(json.dumps(answer, allow_nan=False))

@@ -18,10 +18,12 @@ from dask_gpu_parity.core.plain import MAX_DEPTH, as_map, deeper_than, truncate
 from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
 from . import configurations
+from .decisions import Decision
 
 __all__ = [
     "MAX_BODY",
     "ROUTES",
+    "decided",
     "edge_result",
     "failed",
     "loads",
@@ -85,6 +87,18 @@ def review(
         "kind": "AdmissionReview",
         "response": response,
     }
+
+
+def decided(data: Any, decision: Decision) -> dict[str, Any]:
+    """The AdmissionReview for a decision of the parity rules: a denial is code 422."""
+    return review(
+        data,
+        allowed=decision.denial is None,
+        code=422,
+        message=decision.denial or "",
+        warnings=decision.warnings,
+        patch=decision.patch,
+    )
 
 
 def malformed(data: Any, what: str) -> dict[str, Any]:

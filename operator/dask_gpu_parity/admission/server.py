@@ -121,14 +121,7 @@ class WebhookServer(kopf.WebhookServer):
             decision = decisions.validate(
                 obj, policy, inventory, cluster=cluster, namespace_skip=skip
             )
-        answer = reviews.review(
-            data,
-            allowed=decision.denial is None,
-            code=422,
-            message=decision.denial or "",
-            warnings=decision.warnings,
-            patch=decision.patch,
-        )
+        answer = reviews.decided(data, decision)
         _count(webhook, kind, decision, started)
         return answer
 
