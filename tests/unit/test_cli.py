@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -11,25 +10,12 @@ from typing import Any
 
 import pytest
 
-from dask_gpu_parity.cli import main
 from dask_gpu_parity.core.findings import RULES
 
 from .helpers import EXAMPLES
+from .reports import cli
 
-
-def run(
-    argv: list[str], stdin: bytes | None = None, monkeypatch: pytest.MonkeyPatch | None = None
-) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    if stdin is not None:
-        assert monkeypatch is not None
-
-        class _Stdin:
-            buffer = io.BytesIO(stdin)
-
-        monkeypatch.setattr("sys.stdin", _Stdin)
-    code = main(argv, out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
+run = cli  # the shared CLI runner (tests/unit/reports.py)
 
 
 def test_check_examples_text() -> None:
