@@ -44,6 +44,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# The names the API server's certificate is for: loopback, the Service IP, in-cluster DNS names.
+APISERVER_NAMES = (
+    "127.0.0.1",
+    "localhost",
+    "10.0.0.1",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+
+
 @dataclass(frozen=True)
 class Ports:
     """Loopback ports of the components; defaults are fresh free ports."""
@@ -213,15 +225,7 @@ class ControlPlane:
         self.ca.issue(
             "apiserver",
             common_name="kube-apiserver",
-            hostnames=[
-                "127.0.0.1",
-                "localhost",
-                "10.0.0.1",
-                "kubernetes",
-                "kubernetes.default",
-                "kubernetes.default.svc",
-                "kubernetes.default.svc.cluster.local",
-            ],
+            hostnames=list(APISERVER_NAMES),
         )
         admin = self.ca.issue(
             "admin", common_name="admin", organizations=["system:masters"], client=True

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from provingground.cluster import APISERVER_NAMES
 from provingground.gpunode import ociimage
 from provingground.kubeconfig import write_kubeconfig
 from provingground.pki import CertificateAuthority, write_key
@@ -55,15 +56,7 @@ def _pki(out: Path) -> None:
     ca.issue(
         "apiserver",
         common_name="kube-apiserver",
-        hostnames=[
-            "127.0.0.1",
-            "localhost",
-            "10.0.0.1",
-            "kubernetes",
-            "kubernetes.default",
-            "kubernetes.default.svc",
-            "kubernetes.default.svc.cluster.local",
-        ],
+        hostnames=list(APISERVER_NAMES),
     )
     admin = ca.issue("admin", common_name="admin", organizations=["system:masters"], client=True)
     node = ca.issue(
