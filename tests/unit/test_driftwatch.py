@@ -32,6 +32,9 @@ class Events:
     async def run(self) -> None:
         await asyncio.Event().wait()
 
+    def counts(self) -> tuple[int, int, int, int]:
+        return 0, 0, 0, 0
+
     def reasons(self) -> list[str]:
         return [reason for _, _, reason, _ in self.posted]
 

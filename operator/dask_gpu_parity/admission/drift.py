@@ -16,7 +16,7 @@ from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import Operation, diff
-from dask_gpu_parity.core.plain import as_map, copy_json
+from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.policy import Policy
 
 __all__ = ["Report", "Tracker"]
@@ -76,11 +76,13 @@ class Tracker:
         meta = as_map(deployment.get("metadata"))
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         template = as_map(as_map(as_map(deployment.get("spec")).get("template")).get("spec"))
-        synthetic = copy_json(dict(cluster))
-        spec = synthetic.setdefault("spec", {})
-        if not isinstance(spec, dict) or not isinstance(spec.get("scheduler"), dict):
+        spec = cluster.get("spec")
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("scheduler"), Mapping):
             return None
-        spec["scheduler"]["spec"] = copy_json(dict(template))
+        # The cluster with the Deployment's template as its scheduler: new dicts on the way
+        # down only (evaluate copies what it changes and never changes its input).
+        scheduler = {**spec["scheduler"], "spec": template}
+        synthetic = {**cluster, "spec": {**spec, "scheduler": scheduler}}
         result = evaluate(synthetic, policy, inventory)
         findings = tuple(
             f

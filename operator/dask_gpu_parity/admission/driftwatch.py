@@ -72,6 +72,9 @@ class Events(Protocol):
     async def run(self) -> None:
         """Send queued Events until cancelled."""
 
+    def counts(self) -> tuple[int, int, int, int]:
+        """Events posted, failed, dropped (queue full) and pending."""
+
 
 # Injected by the wiring: patch a scheduler Deployment (JSON Patch).
 PatchDeployment = Callable[[str, str, list[dict[str, Any]]], Awaitable[None]]
@@ -295,4 +298,5 @@ class DriftWatch(DriftStores):
             "drift_pending": len(self._queue),
             "drift_checks": self.checks,
             "drift_first_pass_seconds": self.first_pass_seconds,
+            "events": self.events.counts(),
         }

@@ -1,8 +1,11 @@
-"""Kubernetes Events on DaskClusters, posted in the background by a few workers.
+"""Kubernetes Events on DaskClusters, posted in the background at a bounded rate.
 
-A first drift pass over a large fleet may have thousands to say at once; the queue takes them
-without blocking the checks, and at most ``WORKERS`` POSTs are in flight, so the API server is
-not flooded. A failed post is logged and dropped (an Event is a notice, the metric stays).
+A first drift pass over a large fleet may have thousands of Events to post at once. They are
+queued (the checks never wait for the API server) and posted by ``WORKERS`` workers at most
+``RATE`` a second after a burst of ``BURST``, as client-go's event recorder limits itself: the
+API server is not flooded, and posting does not take the CPU the first pass needs. A queue that
+is full drops new Events (counted); a failed post is logged and dropped: an Event is a notice,
+the metrics stay right either way.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import contextlib
 import datetime as dt
 import logging
 import socket
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,51 +27,86 @@ __all__ = ["EventPoster"]
 
 log = logging.getLogger("dask_gpu_parity")
 WORKERS = 4
+RATE, BURST = 50.0, 100  # Events a second, and how many may go at once
+QUEUE = 20_000  # Events waiting at most (about 1 KB each)
 _MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
+
+
+class _Bucket:
+    """A token bucket: ``take()`` waits until an Event may be posted."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+
+    async def take(self) -> None:
+        while True:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return
+            await asyncio.sleep((1 - self.tokens) / self.rate)
 
 
 class EventPoster:
     """Queue Events; :meth:`run` posts them until cancelled."""
 
-    def __init__(self, api: ApiServer) -> None:
+    def __init__(self, api: ApiServer, *, rate: float = RATE, burst: int = BURST) -> None:
         self.api = api
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[Mapping[str, Any], str, str, str, str]] = asyncio.Queue(
+            QUEUE
+        )
+        self._bucket = _Bucket(rate, burst)
         self._instance = socket.gethostname()
         self.posted = 0
         self.failed = 0
+        self.dropped = 0
 
     def post(self, ref: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """Queue an Event about ``ref`` (an object with apiVersion, kind and metadata)."""
+        now = dt.datetime.now(dt.UTC).isoformat()
+        try:
+            self._queue.put_nowait((ref, type_, reason, message, now))
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """Events posted, failed, dropped (queue full) and pending."""
+        return self.posted, self.failed, self.dropped, self._queue.qsize()
+
+    def _body(
+        self, ref: Mapping[str, Any], type_: str, reason: str, message: str, now: str
+    ) -> dict[str, Any]:
         meta = ref.get("metadata", {})
         if len(message) > _MAX_MESSAGE:
             message = message[: _MAX_MESSAGE - 3] + "..."
-        now = dt.datetime.now(dt.UTC).isoformat()
-        self._queue.put_nowait(
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {
-                    "generateName": f"{meta.get('name', 'dask')}.",
-                    "namespace": meta.get("namespace"),
-                },
-                "involvedObject": {
-                    "apiVersion": ref.get("apiVersion"),
-                    "kind": ref.get("kind"),
-                    "name": meta.get("name"),
-                    "namespace": meta.get("namespace"),
-                    "uid": meta.get("uid"),
-                },
-                "type": type_,
-                "reason": reason,
-                "message": message,
-                "source": {"component": DISTRIBUTION},
-                "reportingComponent": DISTRIBUTION,
-                "reportingInstance": self._instance,
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-                "count": 1,
-            }
-        )
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "generateName": f"{meta.get('name', 'dask')}.",
+                "namespace": meta.get("namespace"),
+            },
+            "involvedObject": {
+                "apiVersion": ref.get("apiVersion"),
+                "kind": ref.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": DISTRIBUTION},
+            "reportingComponent": DISTRIBUTION,
+            "reportingInstance": self._instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
 
     async def run(self) -> None:
         """Post queued Events with ``WORKERS`` workers."""
@@ -83,7 +122,8 @@ class EventPoster:
 
     async def _work(self) -> None:
         while True:
-            event = await self._queue.get()
+            event = self._body(*await self._queue.get())
+            await self._bucket.take()
             namespace = event["metadata"]["namespace"]
             try:
                 await self.api.post(f"/api/v1/namespaces/{namespace}/events", event)

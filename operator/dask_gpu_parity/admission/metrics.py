@@ -76,6 +76,7 @@ class Snapshot:
     drift_pending: int = 0
     drift_checks: int = 0
     drift_first_pass_seconds: float | None = None
+    events: tuple[int, int, int, int] = (0, 0, 0, 0)  # posted, failed, dropped, pending
 
 
 _current = Snapshot()
@@ -175,6 +176,14 @@ class _SnapshotCollector:
         checks = CounterMetricFamily("dgp_drift_checks", "Cluster checks made by the drift watch")
         checks.add_metric([], s.drift_checks)
         yield checks
+        posted, failed, dropped, pending = s.events
+        events = CounterMetricFamily(
+            "dgp_events", "Kubernetes Events by outcome", labels=["outcome"]
+        )
+        for outcome, count in (("posted", posted), ("failed", failed), ("dropped", dropped)):
+            events.add_metric([outcome], count)
+        yield events
+        yield _gauge("dgp_events_pending", "Events queued, not posted yet", [], [(pending,)])
         if s.drift_first_pass_seconds is not None:
             yield _gauge(
                 "dgp_drift_first_pass_seconds",

@@ -1,0 +1,142 @@
+"""The drift watch's own CPU for a first pass, in process: no API server, no other load.
+
+Usage: python benchmarks/drift_pass.py [--nodes 5000] [--clusters 10000] [--profile FILE]
+
+Feeds the operator's state and drift watch what the informers would (GPU nodes in the scale
+benchmark's three driver classes, GPU DaskClusters and the scheduler Deployments dask-kubernetes
+builds for them), then runs the first pass, and reports the CPU time of each stage: taking the
+nodes in, taking the clusters and Deployments in, and checking them all. ``benchmarks/scale.py``
+measures the same operator end to end on the proving ground, where the API server and the rest
+of the machine share the cores; this isolates what is ours. ``--profile`` writes cProfile stats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dask_kubernetes.operator.controller import controller  # noqa: E402
+
+from dask_gpu_parity.admission.driftwatch import DriftWatch  # noqa: E402
+from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes  # noqa: E402
+from tests.controlplane.parity import example  # noqa: E402
+from tests.controlplane.pools import node_manifest  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from scale import NAMESPACES, Size, gpu_pools  # noqa: E402
+
+
+class Events:
+    """Counts Events instead of posting them."""
+
+    def __init__(self) -> None:
+        self.posted = 0
+
+    def post(self, ref: Any, type_: str, reason: str, message: str) -> None:
+        self.posted += 1
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+    def counts(self) -> tuple[int, int, int, int]:
+        return 0, 0, 0, 0
+
+
+async def _patch(namespace: str, name: str, ops: list[Any]) -> None:
+    pass
+
+
+def objects(clusters: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    template = example("gpu-cluster-tcp.yaml")
+    out = []
+    for i in range(clusters):
+        ns, name = NAMESPACES[i % len(NAMESPACES)], f"c-{i:05d}"
+        doc = json.loads(json.dumps(template))
+        doc["metadata"] = {"name": name, "namespace": ns, "uid": f"u{i}"}
+        deployment = controller.build_scheduler_deployment_spec(
+            name, doc["spec"]["scheduler"]["spec"], {}, {}
+        )
+        deployment["metadata"] |= {"namespace": ns, "uid": f"d{i}", "generation": 1}
+        out.append((doc, deployment))
+    return out
+
+
+async def first_pass(nodes: int, clusters: int) -> dict[str, float]:
+    state = OperatorState(Options(certfile="", keyfile=""))
+    events = Events()
+    watch = DriftWatch(events, _patch)
+    state.drift = watch
+    manifests = [
+        node_manifest(pool, i)
+        for pool in gpu_pools(Size(nodes, 0, clusters))
+        for i in range(pool.size)
+    ]
+    pairs = objects(clusters)
+    times: dict[str, float] = {}
+    task = asyncio.create_task(watch.run(state))
+    started = time.process_time()
+    sink = _Nodes(state)
+    for manifest in manifests:
+        sink.upsert(manifest)
+    state._namespaces.upsert({"metadata": {"name": "default"}})
+    times["nodes in"] = time.process_time() - started
+    started = time.process_time()
+    for doc, deployment in pairs:
+        watch.put_cluster(doc)
+        watch.put_deployment(deployment)
+    for kind in ("daskclusters", "deployments", "pods"):
+        watch.listed(kind)
+    times["clusters in"] = time.process_time() - started
+    started = time.process_time()
+    while watch.first_pass_seconds is None:
+        await asyncio.sleep(0)
+    times["first pass checks"] = time.process_time() - started
+    times["events"] = events.posted
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--clusters", type=int, default=10000)
+    parser.add_argument("--profile", type=Path)
+    parser.add_argument("--memory", action="store_true", help="tracemalloc: what is kept")
+    args = parser.parse_args(argv)
+    if args.memory:
+        tracemalloc.start()
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler:
+        profiler.enable()
+    times = asyncio.run(first_pass(args.nodes, args.clusters))
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    for stage, value in times.items():
+        unit = "" if stage == "events" else " s CPU"
+        per = (
+            f" ({value / args.clusters * 1000:.2f} ms per cluster)"
+            if "clusters" in stage or "pass" in stage
+            else ""
+        )
+        print(f"{stage:>18}: {value:.2f}{unit}{per}")
+    if args.memory:
+        current, peak = tracemalloc.get_traced_memory()
+        heap = f"{current / 2**20:.0f} MiB after the pass, peak {peak / 2**20:.0f} MiB"
+        print(f"{'python heap':>18}: {heap}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
