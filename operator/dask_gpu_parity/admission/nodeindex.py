@@ -43,9 +43,10 @@ class NodeChange:
 class _Group:
     """A shape's live members (mutable; snapshots copy them into tuples)."""
 
-    __slots__ = ("driver_class", "members", "snapshot")
+    __slots__ = ("driver_class", "key", "members", "snapshot")
 
-    def __init__(self, driver_class: DriverClass | None) -> None:
+    def __init__(self, key: Hashable, driver_class: DriverClass | None) -> None:
+        self.key = key  # the one copy of the shape's key; nodes refer to it
         self.driver_class = driver_class
         self.members: dict[str, GpuNode] = {}
         self.snapshot: Shape | None = None
@@ -89,11 +90,11 @@ class NodeIndex:
         key = shape_key(node, self._per_node)
         group = self._groups.get(key)
         if group is None:
-            group = self._groups[key] = _Group(node.driver_class)
+            group = self._groups[key] = _Group(key, node.driver_class)
             shapes_changed = True
         group.members[name] = node
         group.snapshot = None
-        self._nodes[name] = (node, key)
+        self._nodes[name] = (node, group.key)  # not ``key``: an equal copy per node
         self._counts[group.driver_class] = self._counts.get(group.driver_class, 0) + 1
         self._changed(shapes_changed)
         return NodeChange(name, before, group.driver_class, True, shapes_changed)

@@ -10,10 +10,10 @@ then every node is asked. Pure: plain data in and out, no I/O.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, overload
 
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory, node_fits
 from dask_gpu_parity.core.plain import as_list, as_map, get_in
@@ -72,16 +72,39 @@ class Shape:
     driver_class: DriverClass | None
 
 
-class _Members(list[GpuNode]):
-    """Nodes, and the shapes they come from with how many of each (for sums per shape)."""
+class _Members(Sequence[GpuNode]):
+    """Nodes of some shapes, never copied into one list unless something reads them by index.
+
+    Rules ask for their count, total allocatable and labels (``allocatable``,
+    ``legacy_labels``, ``unlabelled``), which come from the shapes; only a rule that walks
+    the nodes pays for them, and only indexing builds a flat tuple.
+    """
 
     def __init__(self) -> None:
-        super().__init__()
-        self.shapes: list[tuple[Shape, int]] = []
+        self.shapes: list[tuple[Shape, Sequence[GpuNode]]] = []
+        self._size = 0
+        self._flat: tuple[GpuNode, ...] | None = None
 
     def take(self, shape: Shape, members: Sequence[GpuNode]) -> None:
-        self.extend(members)
-        self.shapes.append((shape, len(members)))
+        self.shapes.append((shape, members))
+        self._size += len(members)
+        self._flat = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[GpuNode]:
+        for _, members in self.shapes:
+            yield from members
+
+    @overload
+    def __getitem__(self, index: int) -> GpuNode: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[GpuNode]: ...
+    def __getitem__(self, index: int | slice) -> GpuNode | Sequence[GpuNode]:
+        if self._flat is None:
+            self._flat = tuple(self)
+        return self._flat[index]
 
 
 class _Fitting(_Members):
@@ -140,7 +163,7 @@ class IndexedInventory(Inventory):
             return any(node_fits(n, pod_spec, ert) for s in self._shapes for n in s.members)
         return any(node_fits(s.representative, pod_spec, ert) for s in self._shapes)
 
-    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> list[GpuNode]:
+    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> Sequence[GpuNode]:
         """The nodes that could take a pod with ``pod_spec``, grouped by class as a side dish."""
         out = _Fitting()
         per_node, ert = self._per_node_spec(pod_spec), extended_tolerations
@@ -160,19 +183,17 @@ class IndexedInventory(Inventory):
                 out.grouped.setdefault(shape.driver_class, _Members()).take(shape, members)
         return out
 
-    def classes(self, nodes: Any = None) -> dict[DriverClass, list[GpuNode]]:
+    def classes(self, nodes: Any = None) -> dict[DriverClass, Sequence[GpuNode]]:
         """Nodes grouped by driver class: precomputed per shape, never recomputed per node."""
         if isinstance(nodes, _Fitting):
             return dict(nodes.grouped)
         if nodes is not None:
             return super().classes(nodes)
-        grouped: dict[DriverClass, list[GpuNode]] = {}
+        grouped: dict[DriverClass, _Members] = {}
         for shape in self._shapes:
             if shape.driver_class is not None:
-                members = grouped.setdefault(shape.driver_class, _Members())
-                assert isinstance(members, _Members)
-                members.take(shape, shape.members)
-        return grouped
+                grouped.setdefault(shape.driver_class, _Members()).take(shape, shape.members)
+        return dict(grouped)
 
     def unlabelled(self, nodes: Sequence[GpuNode] | None = None) -> list[GpuNode]:
         """The nodes (of ``nodes``, else all) without driver labels: per shape, not per node."""
@@ -180,13 +201,7 @@ class IndexedInventory(Inventory):
             return [n for s in self._shapes if s.driver_class is None for n in s.members]
         if not isinstance(nodes, _Members):
             return super().unlabelled(nodes)
-        out: list[GpuNode] = []
-        at = 0
-        for shape, count in nodes.shapes:  # a shape's members lie together, in shape order
-            if shape.driver_class is None:
-                out.extend(nodes[at : at + count])
-            at += count
-        return out
+        return [n for shape, members in nodes.shapes if shape.driver_class is None for n in members]
 
     @property
     def labelled(self) -> bool:
@@ -202,7 +217,7 @@ class IndexedInventory(Inventory):
                 return provider
         return None
 
-    def of_class(self, dc: DriverClass) -> list[GpuNode]:
+    def of_class(self, dc: DriverClass) -> Sequence[GpuNode]:
         """The nodes of one driver class."""
         out = _Members()
         for shape in self._shapes:
@@ -215,7 +230,10 @@ class IndexedInventory(Inventory):
         if not isinstance(nodes, _Members):
             return super().allocatable(nodes, resource)
         return sum(
-            (s.representative.allocatable.get(resource, Decimal(0)) * n for s, n in nodes.shapes),
+            (
+                s.representative.allocatable.get(resource, Decimal(0)) * len(m)
+                for s, m in nodes.shapes
+            ),
             Decimal(0),
         )
 

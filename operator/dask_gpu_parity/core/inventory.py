@@ -147,7 +147,7 @@ class Inventory:
         """The nodes (of ``nodes``, else all) without GFD driver labels."""
         return [n for n in (self.nodes if nodes is None else nodes) if n.driver_class is None]
 
-    def of_class(self, dc: DriverClass) -> list[GpuNode]:
+    def of_class(self, dc: DriverClass) -> Sequence[GpuNode]:
         """The nodes of one driver class."""
         return [n for n in self.nodes if n.driver_class == dc]
 
@@ -165,7 +165,7 @@ class Inventory:
         gpu_nodes = (GpuNode.from_node(n) for n in nodes if isinstance(n, Mapping))
         return cls(tuple(sorted((n for n in gpu_nodes if n), key=lambda n: n.name)))
 
-    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> list[GpuNode]:
+    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> Sequence[GpuNode]:
         """The nodes that could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
         return [n for n in self.nodes if node_fits(n, pod_spec, extended_tolerations)]
 
@@ -192,13 +192,15 @@ class Inventory:
                     break
         return grouped
 
-    def classes(self, nodes: Sequence[GpuNode] | None = None) -> dict[DriverClass, list[GpuNode]]:
+    def classes(
+        self, nodes: Sequence[GpuNode] | None = None
+    ) -> dict[DriverClass, Sequence[GpuNode]]:
         """Nodes grouped by driver class (unlabelled nodes left out)."""
         grouped: dict[DriverClass, list[GpuNode]] = {}
         for node in self.nodes if nodes is None else nodes:
             if (dc := node.driver_class) is not None:
                 grouped.setdefault(dc, []).append(node)
-        return grouped
+        return dict[DriverClass, Sequence[GpuNode]](grouped)
 
 
 def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:

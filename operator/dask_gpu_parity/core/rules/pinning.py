@@ -64,15 +64,15 @@ def _driver_key(nc: NodeClass) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in nc.driver.split("."))
 
 
-def worker_nodes(ctx: Context, inventory: Inventory) -> list[GpuNode]:
+def worker_nodes(ctx: Context, inventory: Inventory) -> Sequence[GpuNode]:
     """The usable GPU nodes that can take a worker."""
     return inventory.fitting(ctx.view.worker.spec, extended_tolerations=ctx.extended_tolerations)
 
 
-def _classes(inventory: Inventory, nodes: list[GpuNode]) -> dict[NodeClass, list[GpuNode]]:
+def _classes(inventory: Inventory, nodes: Sequence[GpuNode]) -> dict[NodeClass, Sequence[GpuNode]]:
     """Nodes by driver class; by provider node pool where no node has driver labels."""
     # Comprehensions, not dict(): they widen the key type to NodeClass (dict keys are invariant).
-    found: dict[NodeClass, list[GpuNode]] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
+    found: dict[NodeClass, Sequence[GpuNode]] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
     return found or {k: v for k, v in inventory.pools(nodes).items()}  # noqa: C416
 
 
@@ -103,7 +103,7 @@ def pin_driver_class(
     def capacity(nodes: Sequence[GpuNode]) -> Decimal:
         return inventory.allocatable(nodes, resource)
 
-    def rank(item: tuple[NodeClass, list[GpuNode]]) -> tuple[Any, ...]:
+    def rank(item: tuple[NodeClass, Sequence[GpuNode]]) -> tuple[Any, ...]:
         nc, nodes = item
         settled = all(n.labels.get(_UPGRADE_STATE, "") in _UPGRADED for n in nodes)
         return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
@@ -145,7 +145,7 @@ def pin_driver_class(
     return findings + _older_minor(ctx, driver, fits[chosen]), driver
 
 
-def _no_class(ctx: Context, classes: dict[NodeClass, list[GpuNode]]) -> Finding:
+def _no_class(ctx: Context, classes: dict[NodeClass, Sequence[GpuNode]]) -> Finding:
     """DGP020: every class the workers can reach is too old for the image's CUDA."""
     cuda = ctx.view.cuda
     assert cuda is not None  # only then can a class fail to qualify

@@ -8,6 +8,8 @@ taints (with the ExtendedResourceToleration setting). Never a silent pass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dask_gpu_parity.core.cuda import Fit, fit
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import GpuNode, Inventory
@@ -96,7 +98,7 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
     )
 
 
-def _unlabelled(ctx: Context, inventory: Inventory, workers: list[GpuNode]) -> list[Finding]:
+def _unlabelled(ctx: Context, inventory: Inventory, workers: Sequence[GpuNode]) -> list[Finding]:
     """DGP023: GPU nodes the workers reach carry no driver labels, so parity was not proven."""
     unlabelled = inventory.unlabelled(workers if workers else None)
     if not unlabelled:
