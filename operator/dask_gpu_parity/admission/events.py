@@ -16,7 +16,7 @@ import datetime as dt
 import logging
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dask_gpu_parity.names import DISTRIBUTION
@@ -35,20 +35,26 @@ _MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
 class _Bucket:
     """A token bucket: ``take()`` waits until an Event may be posted."""
 
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, burst
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
         self.tokens = float(burst)
-        self.stamp = time.monotonic()
+        self.stamp = clock()
+
+    def delay(self) -> float:
+        """Take a token and return 0, or return how long until there is one."""
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
 
     async def take(self) -> None:
-        while True:
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                return
-            await asyncio.sleep((1 - self.tokens) / self.rate)
+        while (wait := self.delay()) > 0:
+            await asyncio.sleep(wait)
 
 
 class EventPoster:

@@ -1,0 +1,80 @@
+"""Events: posted by a few workers at a bounded rate; a full queue drops, a failure is counted."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dask_gpu_parity.admission import events as events_module
+from dask_gpu_parity.admission.apiserver import ApiStatusError
+from dask_gpu_parity.admission.events import EventPoster
+
+REF = {
+    "apiVersion": "kubernetes.dask.org/v1",
+    "kind": "DaskCluster",
+    "metadata": {"name": "c", "namespace": "team", "uid": "u"},
+}
+
+
+class Api:
+    def __init__(self, fail: bool = False) -> None:
+        self.bodies: list[tuple[str, dict[str, Any]]] = []
+        self.fail = fail
+
+    async def post(self, path: str, body: dict[str, Any]) -> None:
+        if self.fail:
+            raise ApiStatusError(403, "forbidden")
+        self.bodies.append((path, body))
+
+
+async def _drain(poster: EventPoster, expected: int, seconds: float = 10) -> None:
+    task = asyncio.create_task(poster.run())
+    try:
+        async with asyncio.timeout(seconds):
+            while sum(poster.counts()[:2]) < expected:
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def test_the_bucket_lets_a_burst_through_then_waits() -> None:
+    now = [100.0]
+    bucket = events_module._Bucket(rate=4, burst=3, clock=lambda: now[0])
+    assert [bucket.delay() for _ in range(3)] == [0, 0, 0]  # the burst
+    assert bucket.delay() == 0.25  # then one every 1/rate seconds
+    now[0] += 0.25
+    assert bucket.delay() == 0
+    now[0] += 60
+    assert [bucket.delay() for _ in range(4)] == [0, 0, 0, 0.25]  # never more than the burst
+
+
+def test_events_are_posted_as_core_v1_events() -> None:
+    api = Api()
+    poster = EventPoster(api, rate=100, burst=5)  # type: ignore[arg-type]
+    for i in range(25):
+        poster.post(REF, "Warning", "ParityDrift", f"message {i} " + "x" * 2000)
+    asyncio.run(_drain(poster, 25))
+    path, body = api.bodies[0]
+    assert path == "/api/v1/namespaces/team/events"
+    assert body["involvedObject"] == {
+        "apiVersion": "kubernetes.dask.org/v1",
+        "kind": "DaskCluster",
+        "name": "c",
+        "namespace": "team",
+        "uid": "u",
+    }
+    assert (body["type"], body["reason"]) == ("Warning", "ParityDrift")
+    assert len(body["message"]) == 1024
+    assert body["metadata"] == {"generateName": "c.", "namespace": "team"}
+    assert poster.counts() == (25, 0, 0, 0)
+
+
+def test_a_full_queue_drops_and_failures_are_counted(monkeypatch) -> None:
+    monkeypatch.setattr(events_module, "QUEUE", 3)
+    poster = EventPoster(Api(fail=True))  # type: ignore[arg-type]
+    for _ in range(5):
+        poster.post(REF, "Normal", "ParityRepaired", "done")
+    assert poster.counts() == (0, 0, 2, 3)
+    asyncio.run(_drain(poster, 3))
+    assert poster.counts() == (0, 3, 2, 0)
