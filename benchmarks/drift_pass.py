@@ -1,6 +1,6 @@
 """The drift watch's own CPU for a first pass, in process: no API server, no other load.
 
-Usage: python benchmarks/drift_pass.py [--nodes 5000] [--clusters 10000] [--profile FILE]
+Usage: python -m benchmarks.drift_pass [--nodes 5000] [--clusters 10000] [--profile FILE]
 
 Feeds the operator's state and drift watch what the informers would (GPU nodes in the scale
 benchmark's three driver classes, GPU DaskClusters and the scheduler Deployments dask-kubernetes
@@ -22,18 +22,13 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from dask_kubernetes.operator.controller import controller
 
-from dask_kubernetes.operator.controller import controller  # noqa: E402
-
-from dask_gpu_parity.admission.driftwatch import DriftWatch  # noqa: E402
-from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes  # noqa: E402
-from tests.controlplane.parity import example  # noqa: E402
-from tests.controlplane.pools import node_manifest  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from scale import NAMESPACES, Size, gpu_pools  # noqa: E402
+from benchmarks.scale import NAMESPACES, Size, gpu_pools
+from dask_gpu_parity.admission.driftwatch import DriftWatch
+from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from provingground.parity import example
+from provingground.pools import node_manifest
 
 
 class Events:

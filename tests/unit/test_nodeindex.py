@@ -67,6 +67,9 @@ def node(
     }
 
 
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # the GPU Operator's, during upgrades
+
+
 def indexed(manifests: list[dict[str, Any]]) -> IndexedInventory:
     index = NodeIndex()
     for manifest in manifests:
@@ -98,6 +101,8 @@ def same_answers(plain: Inventory, fast: Inventory, pod_spec: Any) -> None:
                 members, resource
             )
         assert fast.legacy_labels(fast_classes[dc]) == plain.legacy_labels(members)
+        for key in (UPGRADE_STATE, "kubernetes.io/hostname", "zone"):
+            assert fast.label_values(fast_classes[dc], key) == plain.label_values(members, key)
     for dc in plain.classes():
         assert names(fast.of_class(dc)) == names(plain.of_class(dc))
         assert fast.legacy_labels(fast.of_class(dc)) == plain.legacy_labels(plain.of_class(dc))
@@ -105,6 +110,7 @@ def same_answers(plain: Inventory, fast: Inventory, pod_spec: Any) -> None:
             plain.of_class(dc), "nvidia.com/gpu"
         )
     assert names(fast.nodes) == names(plain.nodes)
+    assert fast.taints() == plain.taints()
 
 
 # -- generated inventories and pod specs ------------------------------------------------------
@@ -118,7 +124,9 @@ node_strategy = st.builds(
     legacy=st.booleans(),
     taint=st.booleans(),
     cordoned=st.booleans(),
-    extra=st.dictionaries(st.sampled_from(["zone", "pool"]), st.sampled_from(["a", "b"])),
+    extra=st.dictionaries(
+        st.sampled_from(["zone", "pool", UPGRADE_STATE]), st.sampled_from(["a", "upgrade-done"])
+    ),
 )
 label_key = st.sampled_from(
     [

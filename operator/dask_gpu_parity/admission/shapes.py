@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, overload
 
-from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory, node_fits
+from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory, PodFilter
 from dask_gpu_parity.core.plain import as_list, as_map, get_in
 from dask_gpu_parity.core.providers import PROVIDERS, Provider
 
@@ -158,21 +158,20 @@ class IndexedInventory(Inventory):
 
     def fits_any(self, pod_spec: Any, *, extended_tolerations: bool = False) -> bool:
         """Whether some node could take a pod with ``pod_spec`` (one call per shape)."""
-        ert = extended_tolerations
+        pod = PodFilter.of(pod_spec, extended_tolerations)
         if self._per_node_spec(pod_spec):
-            return any(node_fits(n, pod_spec, ert) for s in self._shapes for n in s.members)
-        return any(node_fits(s.representative, pod_spec, ert) for s in self._shapes)
+            return any(pod.fits(n) for s in self._shapes for n in s.members)
+        return any(pod.fits(s.representative) for s in self._shapes)
 
     def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> Sequence[GpuNode]:
         """The nodes that could take a pod with ``pod_spec``, grouped by class as a side dish."""
         out = _Fitting()
-        per_node, ert = self._per_node_spec(pod_spec), extended_tolerations
+        per_node = self._per_node_spec(pod_spec)
+        pod = PodFilter.of(pod_spec, extended_tolerations)
         for shape in self._shapes:
             if per_node:
-                members: Sequence[GpuNode] = [
-                    n for n in shape.members if node_fits(n, pod_spec, ert)
-                ]
-            elif node_fits(shape.representative, pod_spec, ert):
+                members: Sequence[GpuNode] = [n for n in shape.members if pod.fits(n)]
+            elif pod.fits(shape.representative):
                 members = shape.members
             else:
                 continue
@@ -242,3 +241,16 @@ class IndexedInventory(Inventory):
         if not isinstance(nodes, _Members):
             return super().legacy_labels(nodes)
         return any(s.representative.uses_legacy_labels for s, _ in nodes.shapes)
+
+    def label_values(self, nodes: Sequence[GpuNode], key: str) -> frozenset[str]:
+        """The values of label ``key`` among ``nodes``: one look per shape.
+
+        A shape's nodes share every label but the per-node ones.
+        """
+        if not isinstance(nodes, _Members) or key in self._per_node:
+            return super().label_values(nodes, key)
+        return frozenset(s.representative.labels.get(key, "") for s, _ in nodes.shapes)
+
+    def taints(self) -> frozenset[tuple[str, str, str]]:
+        """Every taint some GPU node carries (taints are part of a shape: one look per shape)."""
+        return frozenset(t for s in self._shapes for t in s.representative.taints)

@@ -25,6 +25,7 @@ __all__ = [
     "DriverClass",
     "GpuNode",
     "Inventory",
+    "PodFilter",
     "driver_class",
     "node_fits",
     "pod_gpu_demand",
@@ -127,7 +128,8 @@ class Inventory:
     """The GPU nodes of a cluster.
 
     Rules ask it questions (``fitting``, ``fits_any``, ``classes``, ``of_class``, ``size``,
-    ``allocatable``, ``legacy_labels``, ``unlabelled``, ``labelled``, ``provider``) rather than
+    ``allocatable``, ``legacy_labels``, ``label_values``, ``taints``, ``unlabelled``,
+    ``labelled``, ``provider``) rather than
     walking ``nodes``: the operator hands in a subclass that answers them from nodes grouped as
     they arrive, so a request's work does not grow with the node count.
     """
@@ -141,7 +143,8 @@ class Inventory:
 
     def fits_any(self, pod_spec: Any, *, extended_tolerations: bool = False) -> bool:
         """Whether some node could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
-        return any(node_fits(n, pod_spec, extended_tolerations) for n in self.nodes)
+        pod = PodFilter.of(pod_spec, extended_tolerations)
+        return any(pod.fits(n) for n in self.nodes)
 
     def unlabelled(self, nodes: Sequence[GpuNode] | None = None) -> list[GpuNode]:
         """The nodes (of ``nodes``, else all) without GFD driver labels."""
@@ -159,6 +162,14 @@ class Inventory:
         """Whether any of ``nodes`` has only the pre-2024 GFD driver labels."""
         return any(n.uses_legacy_labels for n in nodes)
 
+    def label_values(self, nodes: Sequence[GpuNode], key: str) -> frozenset[str]:
+        """The values ``nodes`` have for the label ``key`` ("" for a node without it)."""
+        return frozenset(n.labels.get(key, "") for n in nodes)
+
+    def taints(self) -> frozenset[tuple[str, str, str]]:
+        """Every taint some GPU node carries."""
+        return frozenset(taint for node in self.nodes for taint in node.taints)
+
     @classmethod
     def from_nodes(cls, nodes: Iterable[Mapping[str, Any]]) -> Inventory:
         """An inventory from Node objects (e.g. ``kubectl get nodes -o yaml`` items)."""
@@ -167,7 +178,8 @@ class Inventory:
 
     def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> Sequence[GpuNode]:
         """The nodes that could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
-        return [n for n in self.nodes if node_fits(n, pod_spec, extended_tolerations)]
+        pod = PodFilter.of(pod_spec, extended_tolerations)
+        return [n for n in self.nodes if pod.fits(n)]
 
     @property
     def labelled(self) -> bool:
@@ -227,23 +239,52 @@ def node_fits(node: GpuNode, pod_spec: Any, extended_tolerations: bool = False) 
     readiness and allocatable GPU resources — the filters that decide GPU placement. With
     ``extended_tolerations`` the pod also tolerates what the ExtendedResourceToleration admission
     plugin adds: ``{key: <resource>, operator: Exists, effect: NoSchedule}`` for each extended
-    resource it requests.
+    resource it requests. To ask about many nodes, build one :class:`PodFilter` instead.
     """
-    if node.unschedulable or not node.ready or not isinstance(pod_spec, Mapping):
-        return False
-    selector = pod_spec.get("nodeSelector")
-    if isinstance(selector, Mapping) and any(node.labels.get(k) != v for k, v in selector.items()):
-        return False
-    if not _affinity_allows(node, pod_spec.get("affinity")):
-        return False
-    demand = pod_gpu_demand(pod_spec)
-    tolerations = as_list(pod_spec.get("tolerations"))
-    if extended_tolerations:
-        added = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in demand]
-        tolerations = [*tolerations, *added]
-    if not _tolerates(node.taints, tolerations):
-        return False
-    return all(node.allocatable.get(k, Decimal(0)) >= v for k, v in demand.items())
+    return PodFilter.of(pod_spec, extended_tolerations).fits(node)
+
+
+@dataclass(frozen=True)
+class PodFilter:
+    """What :func:`node_fits` reads of a pod, read once: then asked of node after node."""
+
+    valid: bool
+    selector: Mapping[str, Any]
+    affinity: Any
+    demand: Mapping[str, Decimal]
+    tolerations: tuple[Mapping[str, Any], ...]
+
+    @classmethod
+    def of(cls, pod_spec: Any, extended_tolerations: bool = False) -> PodFilter:
+        """The filter for ``pod_spec`` (see :func:`node_fits` for ``extended_tolerations``)."""
+        if not isinstance(pod_spec, Mapping):
+            return cls(False, {}, None, {}, ())
+        selector = pod_spec.get("nodeSelector")
+        demand = pod_gpu_demand(pod_spec)
+        tolerations = [t for t in as_list(pod_spec.get("tolerations")) if isinstance(t, Mapping)]
+        if extended_tolerations:
+            tolerations += [
+                {"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in demand
+            ]
+        return cls(
+            True,
+            selector if isinstance(selector, Mapping) else {},
+            pod_spec.get("affinity"),
+            demand,
+            tuple(tolerations),
+        )
+
+    def fits(self, node: GpuNode) -> bool:
+        """Whether the pod could go onto ``node``."""
+        if not self.valid or node.unschedulable or not node.ready:
+            return False
+        if any(node.labels.get(k) != v for k, v in self.selector.items()):
+            return False
+        if not _affinity_allows(node, self.affinity):
+            return False
+        if not _tolerates(node.taints, self.tolerations):
+            return False
+        return all(node.allocatable.get(k, Decimal(0)) >= v for k, v in self.demand.items())
 
 
 def _affinity_allows(node: GpuNode, affinity: Any) -> bool:
@@ -274,14 +315,13 @@ def _expression_matches(labels: Mapping[str, str], expr: Any) -> bool:
     return isinstance(operator, str) and expression_matches(labels, key, operator, values)
 
 
-def _tolerates(taints: Sequence[tuple[str, str, str]], tolerations: Any) -> bool:
-    items = (
-        [t for t in tolerations if isinstance(t, Mapping)] if isinstance(tolerations, list) else []
-    )
+def _tolerates(
+    taints: Sequence[tuple[str, str, str]], tolerations: Sequence[Mapping[str, Any]]
+) -> bool:
     for key, value, effect in taints:
         if effect not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(toleration_matches(t, key, value, effect) for t in items):
+        if not any(toleration_matches(t, key, value, effect) for t in tolerations):
             return False
     return True
 

@@ -151,7 +151,7 @@ def _affinity(ctx: Context, pool: bool) -> list[Finding]:
     ]
 
 
-def _is_gpu_toleration(toleration: Any, taints: set[tuple[str, str, str]]) -> bool:
+def _is_gpu_toleration(toleration: Any, taints: frozenset[tuple[str, str, str]]) -> bool:
     """A toleration of an ``nvidia.com/*`` taint, or of a taint the inventory's GPU nodes carry."""
     if not isinstance(toleration, Mapping):
         return False
@@ -162,8 +162,7 @@ def _is_gpu_toleration(toleration: Any, taints: set[tuple[str, str, str]]) -> bo
 
 def _tolerations(ctx: Context) -> list[Finding]:
     worker = ctx.view.worker.spec.get("tolerations")
-    nodes = ctx.inventory.nodes if ctx.inventory is not None else ()
-    taints = {taint for node in nodes for taint in node.taints}
+    taints = ctx.inventory.taints() if ctx.inventory is not None else frozenset()
     wanted = (
         [t for t in worker if _is_gpu_toleration(t, taints)] if isinstance(worker, list) else []
     )

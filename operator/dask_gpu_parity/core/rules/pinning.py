@@ -32,7 +32,7 @@ from dask_gpu_parity.core.rules.context import Context
 __all__ = ["pin_driver_class"]
 
 _UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # set by the GPU Operator's upgrades
-_UPGRADED = ("", "upgrade-done")
+_UPGRADED = frozenset(("", "upgrade-done"))
 
 NodeClass = DriverClass | PoolClass
 
@@ -105,7 +105,7 @@ def pin_driver_class(
 
     def rank(item: tuple[NodeClass, Sequence[GpuNode]]) -> tuple[Any, ...]:
         nc, nodes = item
-        settled = all(n.labels.get(_UPGRADE_STATE, "") in _UPGRADED for n in nodes)
+        settled = inventory.label_values(nodes, _UPGRADE_STATE) <= _UPGRADED
         return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
 
     candidates = []
