@@ -41,3 +41,4 @@ gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, i
 	$(PG_DIR)/gpunode/build.sh .gpunode
 	$(BIN)/python -m provingground.gpunode.payload .gpunode/payload .gpunode/bin/pause
 	$(PG_DIR)/gpunode/wheels.sh .gpunode/wheels
+	$(PG_DIR)/gpunode/operator_site.sh .gpunode/site

@@ -18,6 +18,8 @@ Writes into that folder:
   (``build_scheduler_deployment_spec`` of dask-kubernetes itself): ``scheduler-pass.yaml``, and
   ``scheduler-fail.yaml`` for the same cluster with ``CUDA_VISIBLE_DEVICES=""`` in the scheduler
   container's env (the case ``fix`` must turn into a failing init container).
+- ``operator/``: CRDs, webhook configurations and a DaskGPUPolicy for the operators on the
+  GPU machine's host (``benchmarks/gpu/node/operators.py``).
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ PAUSE_IMAGE = "localhost/gpunode/pause:local"
 IMAGE = "localhost/gpunode/dask:local"  # made on the GPU machine (benchmarks/gpu/node/image.py)
 GPU_PRODUCT = "NVIDIA-H200"  # GFD's nvidia.com/gpu.product for "NVIDIA H200"
 NAMESPACE = "gpu-parity"
+WEBHOOK_PORT = 18443  # benchmarks/gpu/node/operators.py serves the webhooks there
+PROBE_IMAGE = "localhost/gpunode/dask-gpu-parity-probe:local"  # made by image.py there
 
 
-def _pki(out: Path) -> None:
+def _pki(out: Path) -> CertificateAuthority:
     pki = out / "pki"
     ca = CertificateAuthority.create(pki)
     ca.issue(
@@ -69,6 +73,7 @@ def _pki(out: Path) -> None:
     write_key(pki / "sa.key")
     write_kubeconfig(out / "admin.kubeconfig", SERVER, ca.cert_path, *admin)
     write_kubeconfig(out / "kubelet.kubeconfig", SERVER, ca.cert_path, *node)
+    return ca
 
 
 def _pause_image(out: Path, pause_binary: Path) -> None:
@@ -162,14 +167,63 @@ def _manifests(out: Path) -> None:
         write(man / f"cupy-{name}-worker.yaml", _worker(doc))
 
 
+def _operator(out: Path, ca: CertificateAuthority) -> None:
+    """What ``benchmarks/gpu/node/operators.py`` needs to run both operators on the host.
+
+    ``operator/``: the DaskCluster CRDs (dask-kubernetes' own) and ours, the webhook
+    configurations ``dask-gpu-parity webhook-config`` writes for ``https://127.0.0.1:18443``
+    (``failurePolicy: Fail``), and a DaskGPUPolicy for the namespace that names the probe image
+    made on the GPU machine; ``pki/webhook.{crt,key}`` serve the webhooks.
+    """
+    from provingground.dask_operator import crd_paths  # noqa: PLC0415  # dask-kubernetes here
+
+    ops = out / "operator"
+    (ops / "crds").mkdir(parents=True)
+    for path in [*crd_paths(), *sorted((REPO / "crds").glob("*.yaml"))]:
+        shutil.copy2(path, ops / "crds" / path.name)
+    ca.issue("webhook", common_name="dask-gpu-parity", hostnames=["127.0.0.1", "localhost"])
+    cli = Path(sys.executable).with_name("dask-gpu-parity")
+    config = subprocess.run(
+        [
+            str(cli),
+            "webhook-config",
+            "--url",
+            f"https://127.0.0.1:{WEBHOOK_PORT}",
+            "--ca-file",
+            str(ca.cert_path),
+            "--failure-policy",
+            "Fail",
+            "--timeout",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    (ops / "webhooks.yaml").write_text(config.stdout)
+    policy = {
+        "apiVersion": "gpuparity.dask.org/v1alpha1",
+        "kind": "DaskGPUPolicy",
+        "metadata": {"name": "gpunode"},
+        "spec": {
+            "mode": "enforce",
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+            "verifier": {"image": PROBE_IMAGE},
+        },
+    }
+    (ops / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
+
+
 def prepare(out: Path, pause_binary: Path) -> Path:
     """Write the payload into ``out`` (replacing it); return ``out``."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    _pki(out)
+    ca = _pki(out)
     _pause_image(out, pause_binary)
     _manifests(out)
+    _operator(out, ca)
     return out
 
 

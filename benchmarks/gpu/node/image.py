@@ -31,6 +31,7 @@ from types import ModuleType
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 NAME = "localhost/gpunode/dask:local"
+PROBE_NAME = "localhost/gpunode/dask-gpu-parity-probe:local"  # operators.py's policy names it
 TOOLS = ("sh", "env", "cat", "ls", "sed", "sleep", "true", "id", "ldconfig", "ldconfig.real")
 DLOPENED = (  # loaded by name at run time (glibc's NSS and pthread_exit, old link names)
     "libgcc_s.so.1",
@@ -232,16 +233,38 @@ def build(out: Path, wheels: Path, python: str) -> dict[str, object]:
     }
 
 
+def build_probe(out: Path, name: str) -> dict[str, object]:
+    """The probe image, as the Dockerfile's ``probe`` stage: ``cp`` and ``/probe.py``.
+
+    ``cp`` is this machine's, with the libraries ``ldd`` names (the Dockerfile uses busybox's);
+    the ``gpu-parity-probe`` init container runs ``cp /probe.py /gpu-parity/probe.py``.
+    """
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        fs = Rootfs(Path(tmp) / "rootfs")
+        fs.add_elf(os.path.realpath(shutil.which("cp") or "/bin/cp"))
+        probe = fs.root / "probe.py"
+        shutil.copy2(REPO / "operator/dask_gpu_parity/probe.py", probe)
+        probe.chmod(0o644)
+        facts = _ociimage().build(
+            fs.root, name, out, entrypoint=[], cmd=["cp", "/probe.py", "/gpu-parity/probe.py"]
+        )
+    return {**facts, "files": len(fs.copied)}
+
+
 def main() -> int:
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--wheels", type=Path, required=True)
     parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument("--probe-out", type=Path, help="also the probe image, to this file")
     args = parser.parse_args()
     out = args.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(json.dumps(build(out, args.wheels, args.python)))
+    facts = build(out, args.wheels, args.python)
+    if args.probe_out:
+        facts["probe_image"] = build_probe(args.probe_out.resolve(), PROBE_NAME)
+    print(json.dumps(facts))
     return 0
 
 

@@ -12,6 +12,8 @@ toolkit's ``nvidia-ctk`` is the spec's hook). See benchmarks/gpu/node/README.md.
 scheduler Deployment ``dask-gpu-parity fix`` wrote, passing; the same with
 ``CUDA_VISIBLE_DEVICES=""``, failing), writes ``summary.json``, ``flow.log`` and
 ``logs.tar.gz`` to OUT, and stops everything. ``up`` starts the node and waits for Ctrl-C.
+``--operators SITE`` then runs the dask operator and ``dask-gpu-parity run`` on this host and
+applies DaskClusters through them (``operators.py``).
 ``--no-gpu`` runs the same without the device plugin (a machine without a GPU: the chain only).
 """
 
@@ -321,6 +323,7 @@ class Node:
                 str(self.args.wheels),
                 "--python",
                 self.args.image_python,
+                *(["--probe-out", str(images / "probe.tar")] if self.args.operators else []),
             ],
             check=True,
             timeout=300,
@@ -417,7 +420,10 @@ state = "{self.root / "run/containerd"}"
         )
         self.mark("containerd ready")
         self.start("ctr-events", [str(self.bin / "ctr"), "-a", str(self.sock), "events"])
-        for archive in (self.payload / "images/pause.tar", self.root / "images/dask.tar"):
+        archives = [self.payload / "images/pause.tar", self.root / "images/dask.tar"]
+        if (self.root / "images/probe.tar").exists():
+            archives.append(self.root / "images/probe.tar")
+        for archive in archives:
             t = time.monotonic()
             out = self.ctr("images", "import", "--platform", "linux/amd64", str(archive))
             self.log(f"import {archive.name} in {time.monotonic() - t:.1f}s: {out[-300:]}")
@@ -790,9 +796,7 @@ state = "{self.root / "run/containerd"}"
             ],
         }
 
-    def run_case(  # noqa: PLR0915  # one linear story: apply, follow, collect
-        self, name: str, manifest: Path, expect_pass: bool
-    ) -> dict[str, Any]:
+    def run_case(self, name: str, manifest: Path, expect_pass: bool) -> dict[str, Any]:
         """Apply one scheduler Deployment and follow its Pod to Running or to the back-off."""
         doc = json.loads(
             self.kubectl(
@@ -812,6 +816,10 @@ state = "{self.root / "run/containerd"}"
             manifest.write_text(json.dumps(doc))
         t_apply = time.monotonic()
         self.log(self.kubectl("apply", "-f", str(manifest), check=True))
+        return self.follow(name, cluster, manifest.name, t_apply)
+
+    def follow(self, name: str, cluster: str, manifest: str, t_apply: float) -> dict[str, Any]:
+        """Follow a cluster's scheduler Pod to Running or to the back-off; collect its facts."""
 
         def passed(pod: dict[str, Any]) -> bool:
             return any(
@@ -827,7 +835,7 @@ state = "{self.root / "run/containerd"}"
             return passed(pod)
 
         pod, timeline = self.watch(cluster, backed_off, self.args.case_timeout, t_apply)
-        result: dict[str, Any] = {"manifest": manifest.name, "timeline": timeline}
+        result: dict[str, Any] = {"manifest": manifest, "timeline": timeline}
         if pod is None:
             result["error"] = "no pod"
             return result
@@ -1237,6 +1245,13 @@ def main() -> int:
     parser.add_argument("--no-gpu", action="store_true")
     parser.add_argument("--cupy", action="store_true", help="then the CuPy example via pods")
     parser.add_argument(
+        "--operators",
+        type=Path,
+        metavar="SITE_ARCHIVE",
+        help="then the dask operator and dask-gpu-parity run with their packages from this "
+        "archive (provingground/gpunode/operator_site.sh), DaskClusters applied (operators.py)",
+    )
+    parser.add_argument(
         "--cgroup-v1", action="store_true", help="failCgroupV1: false (not a GPU node)"
     )
     args = parser.parse_args()
@@ -1253,6 +1268,10 @@ def main() -> int:
             if node.gpu:
                 node.host_probe()
             node.flow()
+            if args.operators:
+                import operators  # beside this script
+
+                operators.run(node, args.operators.resolve(), sh, wait)
             if args.cupy:
                 try:
                     node.cupy_phase()
