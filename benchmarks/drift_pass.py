@@ -37,14 +37,14 @@ class Events:
     def __init__(self) -> None:
         self.posted = 0
 
-    def post(self, ref: Any, type_: str, reason: str, message: str) -> None:
+    def post(self, ref: Any, type_: str, reason: str, message: str, **_: Any) -> None:
         self.posted += 1
 
     async def run(self) -> None:
         await asyncio.Event().wait()
 
-    def counts(self) -> tuple[int, int, int, int]:
-        return 0, 0, 0, 0
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return 0, 0, 0, 0, 0
 
 
 async def _patch(namespace: str, name: str, ops: list[Any]) -> None:

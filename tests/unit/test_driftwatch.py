@@ -25,15 +25,26 @@ H100 = ("570.172.08", "12.8")
 class Events:
     def __init__(self) -> None:
         self.posted: list[tuple[str, str, str, str]] = []
+        self.refs: list[tuple[Any, str | None, str | None]] = []  # ref, name, field path
 
-    def post(self, ref: Any, type_: str, reason: str, message: str) -> None:
+    def post(
+        self,
+        ref: Any,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        name: str | None = None,
+        field_path: str | None = None,
+    ) -> None:
         self.posted.append((ref["metadata"]["name"], type_, reason, message))
+        self.refs.append((ref, name, field_path))
 
     async def run(self) -> None:
         await asyncio.Event().wait()
 
-    def counts(self) -> tuple[int, int, int, int]:
-        return 0, 0, 0, 0
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return 0, 0, 0, 0, 0
 
     def reasons(self) -> list[str]:
         return [reason for _, _, reason, _ in self.posted]

@@ -1,4 +1,7 @@
-"""Events: posted by a few workers at a bounded rate; a full queue drops, a failure is counted."""
+"""Events: posted by a few workers at a bounded rate; a full queue drops, a failure is counted.
+
+An Event with a name of its own that is already there (409) counts as there, not as failed.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +23,16 @@ class Api:
     def __init__(self, fail: bool = False) -> None:
         self.bodies: list[tuple[str, dict[str, Any]]] = []
         self.fail = fail
+        self.names: set[str] = set()
 
     async def post(self, path: str, body: dict[str, Any]) -> None:
         if self.fail:
             raise ApiStatusError(403, "forbidden")
+        name = body["metadata"].get("name")
+        if name in self.names:
+            raise ApiStatusError(409, f'events "{name}" already exists')
+        if name:
+            self.names.add(name)
         self.bodies.append((path, body))
 
 
@@ -31,7 +40,7 @@ async def _drain(poster: EventPoster, expected: int, seconds: float = 10) -> Non
     task = asyncio.create_task(poster.run())
     try:
         async with asyncio.timeout(seconds):
-            while sum(poster.counts()[:2]) < expected:
+            while sum(poster.counts()[:3]) < expected:
                 await asyncio.sleep(0.01)
     finally:
         task.cancel()
@@ -67,7 +76,7 @@ def test_events_are_posted_as_core_v1_events() -> None:
     assert (body["type"], body["reason"]) == ("Warning", "ParityDrift")
     assert len(body["message"]) == 1024
     assert body["metadata"] == {"generateName": "c.", "namespace": "team"}
-    assert poster.counts() == (25, 0, 0, 0)
+    assert poster.counts() == (25, 0, 0, 0, 0)
 
 
 def test_a_full_queue_drops_and_failures_are_counted(monkeypatch) -> None:
@@ -75,6 +84,37 @@ def test_a_full_queue_drops_and_failures_are_counted(monkeypatch) -> None:
     poster = EventPoster(Api(fail=True))  # type: ignore[arg-type]
     for _ in range(5):
         poster.post(REF, "Normal", "ParityRepaired", "done")
-    assert poster.counts() == (0, 0, 2, 3)
+    assert poster.counts() == (0, 0, 0, 2, 3)
     asyncio.run(_drain(poster, 3))
-    assert poster.counts() == (0, 3, 2, 0)
+    assert poster.counts() == (0, 0, 3, 2, 0)
+
+
+def test_a_named_event_on_a_part_of_a_pod_is_posted_once() -> None:
+    api = Api()
+    poster = EventPoster(api, rate=100, burst=5)  # type: ignore[arg-type]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}}
+    pod["metadata"]["uid"] = "pu"
+    for _ in range(3):  # the same failure, posted again (as after a restart of the operator)
+        poster.post(
+            pod,
+            "Warning",
+            "GPUParityCheckFailed",
+            "why",
+            name="p.0123456789abcdef",
+            field_path="spec.initContainers{gpu-parity-check}",
+        )
+    poster.post(pod, "Warning", "GPUParityCheckFailed", "why again")  # unnamed: generated
+    asyncio.run(_drain(poster, 4))
+    (named,) = [body for _, body in api.bodies if "name" in body["metadata"]]
+    (generated,) = [body for _, body in api.bodies if "name" not in body["metadata"]]
+    assert named["metadata"] == {"name": "p.0123456789abcdef", "namespace": "team"}
+    assert named["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "p",
+        "namespace": "team",
+        "uid": "pu",
+        "fieldPath": "spec.initContainers{gpu-parity-check}",
+    }
+    assert generated["metadata"] == {"generateName": "p.", "namespace": "team"}
+    assert poster.counts() == (2, 2, 0, 0, 0)  # two posted, two already there, none failed

@@ -1,7 +1,8 @@
 """The drift watch's stores, fed by informers: each DaskCluster, scheduler Deployment, Dask pod.
 
 Stored per cluster: its spec without the scheduler's pod spec (the Deployment's template
-replaces it) and the template, each as compressed JSON; per pod, its node.
+replaces it) and the template, each as compressed JSON; per pod, its node; per scheduler pod
+whose ``gpu-parity-check`` failed, which failure was last reported (``podevents.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dask_gpu_parity.names import (
     SKIP_ANNOTATION,
 )
 
-from . import drift, placement
+from . import drift, placement, podevents
 from .informer import Resource, object_key
 
 __all__ = ["CLUSTERS", "DEPLOYMENTS", "PLACEMENT", "PODS", "SPEC", "DriftStores", "Key"]
@@ -49,6 +50,11 @@ class _Cluster:
     uid: str
     skip: bool
     blob: bytes  # apiVersion, kind, metadata (name, namespace, uid), spec minus scheduler.spec
+
+    def ref(self, key: Key) -> dict[str, Any]:
+        """The DaskCluster, for an Event."""
+        meta = {"namespace": key[0], "name": key[1], "uid": self.uid}
+        return {"apiVersion": DASK_API_VERSION, "kind": "DaskCluster", "metadata": meta}
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,7 @@ class DriftStores:
         self._pods: dict[str, _Pod] = {}  # "namespace/name" -> pod
         self._pods_of: dict[Key, set[str]] = {}
         self._on_node: dict[str, dict[Key, int]] = {}
+        self.probe_failures = podevents.Seen()
 
     def mark(self, key: Key, what: int) -> None:
         """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
@@ -91,6 +98,10 @@ class DriftStores:
 
     def listed(self, kind: str) -> None:
         """A resource's first LIST is complete."""
+        raise NotImplementedError
+
+    def probe_failed(self, failure: podevents.ProbeFailure) -> None:
+        """A scheduler pod's ``gpu-parity-check`` failed (each failure once)."""
         raise NotImplementedError
 
     # -- what the informers feed ---------------------------------------------------------------
@@ -160,13 +171,17 @@ class DriftStores:
             self.specs.forget(*key)
 
     def put_pod(self, obj: Mapping[str, Any]) -> None:
-        """A Dask pod listed, added or changed: only its node and role matter."""
+        """A Dask pod listed, added or changed: its node and role, and a failed GPU check."""
         meta = as_map(obj.get("metadata"))
         labels = as_map(meta.get("labels"))
         cluster, component = labels.get(CLUSTER_NAME_LABEL), labels.get(COMPONENT_LABEL)
         node = as_map(obj.get("spec")).get("nodeName")
         phase = as_map(obj.get("status")).get("phase")
         name = object_key(obj)
+        if component == "scheduler":
+            failure = podevents.failure(obj)
+            if failure is not None and self.probe_failures.new(name, failure):
+                self.probe_failed(failure)
         if (
             not isinstance(cluster, str)
             or not isinstance(node, str)
@@ -243,6 +258,7 @@ class _Pods:
 
     def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
         self.watch.drop_pod(key)
+        self.watch.probe_failures.forget(key)
 
     def listed(self) -> None:
         self.watch.listed(PODS.kind)

@@ -23,24 +23,23 @@ a node shape appears or disappears                         all: spec, at most on
 a node joins or leaves an existing shape, status updates   none
 =========================================================  ====================================
 
-The stores themselves are ``driftstore.py``.
+The stores themselves are ``driftstore.py``. A scheduler pod whose ``gpu-parity-check`` failed
+gets an Event saying why, once per failure (``podevents.py``); it marks nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from dask_gpu_parity.core.policy import Policy
-from dask_gpu_parity.names import (
-    DASK_API_VERSION,
-)
 
-from . import placement
+from . import placement, podevents
 from .driftstore import (
     CLUSTERS,
     DEPLOYMENTS,
@@ -52,6 +51,7 @@ from .driftstore import (
     _Cluster,
     _unpack,
 )
+from .events import Events
 from .nodeindex import NodeChange
 
 __all__ = ["CLUSTERS", "DEPLOYMENTS", "PODS", "DriftWatch"]
@@ -61,19 +61,6 @@ log = logging.getLogger("dask_gpu_parity")
 _KINDS = (CLUSTERS, DEPLOYMENTS, PODS)
 _SLICE_SECONDS = 0.02  # checks run this long, then the event loop serves others
 _RESHAPE_SECONDS = 5.0  # node shape changes are coalesced for this long
-
-
-class Events(Protocol):
-    """Where Events go (``events.EventPoster``): queued by ``post``, sent by ``run``."""
-
-    def post(self, ref: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        """Queue an Event on ``ref``."""
-
-    async def run(self) -> None:
-        """Send queued Events until cancelled."""
-
-    def counts(self) -> tuple[int, int, int, int]:
-        """Events posted, failed, dropped (queue full) and pending."""
 
 
 # Injected by the wiring: patch a scheduler Deployment (JSON Patch).
@@ -217,7 +204,7 @@ class DriftWatch(DriftStores):
             return
         repair = policy.drift_repair and report.repair_patch is not None
         message = report.message(repairing=repair)
-        self._post(self._ref(key, cluster), "Warning", "ParityDrift", message)
+        self._post(cluster.ref(key), "Warning", "ParityDrift", message)
         if self.first_pass_seconds is not None:  # the first pass sums up in one line
             log.warning(message)
         if repair and report.repair_patch:
@@ -244,7 +231,7 @@ class DriftWatch(DriftStores):
         news, before = self.places.update(key[0], key[1], mismatch)
         if not news:
             return
-        ref = self._ref(key, cluster)
+        ref = cluster.ref(key)
         if mismatch is None:
             if before is not None:
                 now = next(s.driver_class for s in schedulers if s.driver_class)
@@ -273,21 +260,30 @@ class DriftWatch(DriftStores):
                 await self._patch(key[0], deployment, ops)
             except Exception as exc:
                 log.error(f"Repairing {key[0]}/{deployment} failed: {exc}")
-                self._post(self._ref(key, cluster), "Warning", "ParityRepairFailed", str(exc))
+                self._post(cluster.ref(key), "Warning", "ParityRepairFailed", str(exc))
                 return
-            self._post(self._ref(key, cluster), "Normal", "ParityRepaired", done)
+            self._post(cluster.ref(key), "Normal", "ParityRepaired", done)
 
         task = asyncio.create_task(repair(), name=f"repair {key[0]}/{deployment}")
         self._repairs.add(task)
         task.add_done_callback(self._repairs.discard)
 
-    @staticmethod
-    def _ref(key: Key, cluster: _Cluster) -> dict[str, Any]:
-        return {
-            "apiVersion": DASK_API_VERSION,
-            "kind": "DaskCluster",
-            "metadata": {"namespace": key[0], "name": key[1], "uid": cluster.uid},
-        }
+    def probe_failed(self, failure: podevents.ProbeFailure) -> None:
+        """Say why a scheduler pod's GPU check failed: an Event on the pod and its DaskCluster.
+
+        Not for opted-out clusters or namespaces, nor for a failure that ended more than
+        ``podevents.HORIZON`` ago (seen when listing after a restart: old news).
+        """
+        cluster = self._clusters.get((failure.namespace, failure.cluster))
+        if (cluster is not None and cluster.skip) or (
+            self.state is not None and self.state.namespace(failure.namespace)[1]
+        ):
+            return
+        if not podevents.recent(failure, dt.datetime.now(dt.UTC)):
+            return
+        for n in podevents.notices(failure, cluster.uid if cluster else None):
+            self._post(n.ref, "Warning", n.reason, n.message, name=n.name, field_path=n.field_path)
+        log.warning(f"Scheduler pod {failure.namespace}/{failure.pod}: {failure.text()}")
 
     def figures(self) -> dict[str, Any]:
         """The watch's part of the metrics snapshot (namespaces, not clusters, are walked)."""

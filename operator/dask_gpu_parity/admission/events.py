@@ -1,11 +1,12 @@
-"""Kubernetes Events on DaskClusters, posted in the background at a bounded rate.
+"""Kubernetes Events on DaskClusters and Pods, posted in the background at a bounded rate.
 
 A first drift pass over a large fleet may have thousands of Events to post at once. They are
 queued (the checks never wait for the API server) and posted by ``WORKERS`` workers at most
 ``RATE`` a second after a burst of ``BURST``, as client-go's event recorder limits itself: the
 API server is not flooded, and posting does not take the CPU the first pass needs. A queue that
 is full drops new Events (counted); a failed post is logged and dropped: an Event is a notice,
-the metrics stay right either way.
+the metrics stay right either way. An Event posted with a ``name`` of its own that the API
+server already has (409 AlreadyExists: posted before the operator restarted) counts as there.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from dask_gpu_parity.names import DISTRIBUTION
 
 from .apiserver import ApiServer, ApiStatusError, ApiUnavailableError
 
-__all__ = ["EventPoster"]
+__all__ = ["EventPoster", "Events"]
 
 log = logging.getLogger("dask_gpu_parity")
 WORKERS = 4
@@ -57,54 +59,110 @@ class _Bucket:
             await asyncio.sleep(wait)
 
 
+class Events(Protocol):
+    """Where the drift watch's Events go (:class:`EventPoster`): queued, then sent by ``run``."""
+
+    def post(
+        self,
+        ref: Mapping[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        name: str | None = None,
+        field_path: str | None = None,
+    ) -> None:
+        """Queue an Event on ``ref``."""
+
+    async def run(self) -> None:
+        """Send queued Events until cancelled."""
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """Events posted, already there (409), failed, dropped (queue full) and pending."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Queued:
+    ref: Mapping[str, Any]
+    type_: str
+    reason: str
+    message: str
+    now: str
+    name: str | None
+    field_path: str | None
+
+
 class EventPoster:
     """Queue Events; :meth:`run` posts them until cancelled."""
 
     def __init__(self, api: ApiServer, *, rate: float = RATE, burst: int = BURST) -> None:
         self.api = api
-        self._queue: asyncio.Queue[tuple[Mapping[str, Any], str, str, str, str]] = asyncio.Queue(
-            QUEUE
-        )
+        self._queue: asyncio.Queue[_Queued] = asyncio.Queue(QUEUE)
         self._bucket = _Bucket(rate, burst)
         self._instance = socket.gethostname()
         self.posted = 0
+        self.existing = 0
         self.failed = 0
         self.dropped = 0
 
-    def post(self, ref: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        """Queue an Event about ``ref`` (an object with apiVersion, kind and metadata)."""
+    def post(
+        self,
+        ref: Mapping[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        name: str | None = None,
+        field_path: str | None = None,
+    ) -> None:
+        """Queue an Event about ``ref`` (an object with apiVersion, kind and metadata).
+
+        Args:
+            ref: the object the Event is about.
+            type_: ``Normal`` or ``Warning``.
+            reason: a CamelCase word, e.g. ``ParityDrift``.
+            message: what happened and what to do (cut to 1,024 characters).
+            name: the Event's own name; without one the API server generates it. A name that
+                is taken (409) counts as posted before, not as a failure.
+            field_path: the part of the object, e.g. ``spec.initContainers{gpu-parity-check}``.
+        """
         now = dt.datetime.now(dt.UTC).isoformat()
         try:
-            self._queue.put_nowait((ref, type_, reason, message, now))
+            self._queue.put_nowait(_Queued(ref, type_, reason, message, now, name, field_path))
         except asyncio.QueueFull:
             self.dropped += 1
 
-    def counts(self) -> tuple[int, int, int, int]:
-        """Events posted, failed, dropped (queue full) and pending."""
-        return self.posted, self.failed, self.dropped, self._queue.qsize()
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """Events posted, already there (409), failed, dropped (queue full) and pending."""
+        return self.posted, self.existing, self.failed, self.dropped, self._queue.qsize()
 
-    def _body(
-        self, ref: Mapping[str, Any], type_: str, reason: str, message: str, now: str
-    ) -> dict[str, Any]:
+    def _body(self, queued: _Queued) -> dict[str, Any]:
+        ref, message = queued.ref, queued.message
         meta = ref.get("metadata", {})
         if len(message) > _MAX_MESSAGE:
             message = message[: _MAX_MESSAGE - 3] + "..."
+        named = (
+            {"name": queued.name}
+            if queued.name
+            else {"generateName": f"{meta.get('name', 'dask')}."}
+        )
+        involved = {
+            "apiVersion": ref.get("apiVersion"),
+            "kind": ref.get("kind"),
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+        }
+        if queued.field_path:
+            involved["fieldPath"] = queued.field_path
+        now = queued.now
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {
-                "generateName": f"{meta.get('name', 'dask')}.",
-                "namespace": meta.get("namespace"),
-            },
-            "involvedObject": {
-                "apiVersion": ref.get("apiVersion"),
-                "kind": ref.get("kind"),
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace"),
-                "uid": meta.get("uid"),
-            },
-            "type": type_,
-            "reason": reason,
+            "metadata": {**named, "namespace": meta.get("namespace")},
+            "involvedObject": involved,
+            "type": queued.type_,
+            "reason": queued.reason,
             "message": message,
             "source": {"component": DISTRIBUTION},
             "reportingComponent": DISTRIBUTION,
@@ -128,15 +186,24 @@ class EventPoster:
 
     async def _work(self) -> None:
         while True:
-            event = self._body(*await self._queue.get())
+            event = self._body(await self._queue.get())
             await self._bucket.take()
             namespace = event["metadata"]["namespace"]
             try:
                 await self.api.post(f"/api/v1/namespaces/{namespace}/events", event)
                 self.posted += 1
-            except (ApiStatusError, ApiUnavailableError) as exc:
-                self.failed += 1
-                log.warning(
-                    f"Posting Event {event['reason']} on {event['involvedObject']['kind']} "
-                    f"{namespace}/{event['involvedObject']['name']} failed: {exc}"
-                )
+            except ApiStatusError as exc:
+                if exc.status == 409 and "name" in event["metadata"]:
+                    self.existing += 1  # the same Event, posted before a restart
+                    continue
+                self._failed(event, exc)
+            except ApiUnavailableError as exc:
+                self._failed(event, exc)
+
+    def _failed(self, event: Mapping[str, Any], exc: Exception) -> None:
+        self.failed += 1
+        involved = event["involvedObject"]
+        log.warning(
+            f"Posting Event {event['reason']} on {involved['kind']} "
+            f"{involved['namespace']}/{involved['name']} failed: {exc}"
+        )

@@ -76,7 +76,8 @@ class Snapshot:
     drift_pending: int = 0
     drift_checks: int = 0
     drift_first_pass_seconds: float | None = None
-    events: tuple[int, int, int, int] = (0, 0, 0, 0)  # posted, failed, dropped, pending
+    # Events posted, already there (409), failed, dropped (queue full), pending
+    events: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
 
 
 _current = Snapshot()
@@ -176,11 +177,16 @@ class _SnapshotCollector:
         checks = CounterMetricFamily("dgp_drift_checks", "Cluster checks made by the drift watch")
         checks.add_metric([], s.drift_checks)
         yield checks
-        posted, failed, dropped, pending = s.events
+        posted, exists, failed, dropped, pending = s.events
         events = CounterMetricFamily(
             "dgp_events", "Kubernetes Events by outcome", labels=["outcome"]
         )
-        for outcome, count in (("posted", posted), ("failed", failed), ("dropped", dropped)):
+        for outcome, count in (
+            ("posted", posted),
+            ("exists", exists),
+            ("failed", failed),
+            ("dropped", dropped),
+        ):
             events.add_metric([outcome], count)
         yield events
         yield _gauge("dgp_events_pending", "Events queued, not posted yet", [], [(pending,)])
