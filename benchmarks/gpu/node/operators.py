@@ -77,13 +77,23 @@ class Operators:
             env=self.node.env,
             check=True,
         )
-        self.result["versions"] = json.loads(versions.splitlines()[-1])
+        line = next(x for x in versions.splitlines() if x.startswith("{"))
+        self.result["versions"] = json.loads(line)
         self.node.log("operator packages:", self.result["versions"])
-        self.node.kubectl("apply", "-f", str(self.ops / "crds"), check=True)
-        for crd in CLUSTER_CRDS:
-            self.node.kubectl(
-                "wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}", check=True
+        # Server-side: the DaskCluster CRD exceeds the client-side annotation limit.
+        self.node.kubectl(
+            "apply", "--server-side", "--force-conflicts", "-f", str(self.ops / "crds"), check=True
+        )
+
+        def established(crd: str) -> bool:
+            out = self.node.kubectl("get", "crd", crd, "-o", "json")
+            conditions = json.loads(out).get("status", {}).get("conditions", []) if out else []
+            return any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
             )
+
+        for crd in CLUSTER_CRDS:
+            self.wait(f"CRD {crd} Established", lambda c=crd: established(c), 60, self.node.log)
 
     def start(self) -> None:
         """The dask operator, then ours; our webhooks and policy once it is ready."""
@@ -102,6 +112,7 @@ class Operators:
                 "--all-namespaces",
                 "--standalone",
                 f"--liveness=http://127.0.0.1:{DASK_HEALTH_PORT}/healthz",
+                "--verbose",
             ],
         )
         pki = self.node.pki
