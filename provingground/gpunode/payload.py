@@ -100,8 +100,13 @@ def _local_cluster() -> dict[str, Any]:
 def _fix(doc: dict[str, Any], path: Path) -> dict[str, Any]:
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     cli = Path(sys.executable).with_name("dask-gpu-parity")
+    policy = path.parents[1] / "operator" / "policy.yaml"  # the probe image made there
     proc = subprocess.run(
-        [str(cli), "fix", str(path)], capture_output=True, text=True, check=False, timeout=120
+        [str(cli), "fix", "--policy", str(policy), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         raise RuntimeError(f"dask-gpu-parity fix {path} failed: {proc.stderr.strip()}")
@@ -172,13 +177,12 @@ def _operator(out: Path, ca: CertificateAuthority) -> None:
 
     ``operator/``: the DaskCluster CRDs (dask-kubernetes' own) and ours, the webhook
     configurations ``dask-gpu-parity webhook-config`` writes for ``https://127.0.0.1:18443``
-    (``failurePolicy: Fail``), and a DaskGPUPolicy for the namespace that names the probe image
-    made on the GPU machine; ``pki/webhook.{crt,key}`` serve the webhooks.
+    (``failurePolicy: Fail``); ``pki/webhook.{crt,key}`` serve the webhooks.
     """
     from provingground.dask_operator import crd_paths  # noqa: PLC0415  # dask-kubernetes here
 
     ops = out / "operator"
-    (ops / "crds").mkdir(parents=True)
+    (ops / "crds").mkdir(parents=True, exist_ok=True)
     for path in [*crd_paths(), *sorted((REPO / "crds").glob("*.yaml"))]:
         shutil.copy2(path, ops / "crds" / path.name)
     ca.issue("webhook", common_name="dask-gpu-parity", hostnames=["127.0.0.1", "localhost"])
@@ -202,6 +206,13 @@ def _operator(out: Path, ca: CertificateAuthority) -> None:
         timeout=60,
     )
     (ops / "webhooks.yaml").write_text(config.stdout)
+
+
+def _policy(out: Path) -> None:
+    """The DaskGPUPolicy of the namespace: the probe image made on the GPU machine.
+
+    The webhook applies it (``operators.py``) and ``fix`` reads it for the manifests.
+    """
     policy = {
         "apiVersion": "gpuparity.dask.org/v1alpha1",
         "kind": "DaskGPUPolicy",
@@ -212,7 +223,8 @@ def _operator(out: Path, ca: CertificateAuthority) -> None:
             "verifier": {"image": PROBE_IMAGE},
         },
     }
-    (ops / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
+    (out / "operator").mkdir(parents=True, exist_ok=True)
+    (out / "operator" / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
 
 
 def prepare(out: Path, pause_binary: Path) -> Path:
@@ -222,6 +234,7 @@ def prepare(out: Path, pause_binary: Path) -> Path:
     out.mkdir(parents=True)
     ca = _pki(out)
     _pause_image(out, pause_binary)
+    _policy(out)
     _manifests(out)
     _operator(out, ca)
     return out

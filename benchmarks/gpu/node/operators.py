@@ -29,6 +29,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[3]
 WEBHOOK_PORT, METRICS_PORT, HEALTH_PORT, DASK_HEALTH_PORT = 18443, 18081, 18082, 18083
 PROBE_IMAGE = "localhost/gpunode/dask-gpu-parity-probe:local"
+NAMESPACE = "gpu-parity"  # node.py's NS
 CLUSTER_CRDS = ("daskclusters.kubernetes.dask.org", "daskgpupolicies.gpuparity.dask.org")
 
 
@@ -221,25 +222,33 @@ class Operators:
         return result
 
     def flow(self) -> None:
-        """Both DaskClusters, then the operators' metrics and logs.
-
-        One after the other: the failing pod keeps its GPU while it backs off.
-        """
+        """Both DaskClusters in turn (a failing pod keeps its GPU while it backs off)."""
         wait = self.wait
         man = self.node.payload / "manifests"
-        cases = self.result.setdefault("cases", {})
+        cases: dict[str, Any] = {}
+        self.result.setdefault("rounds", []).append(cases)
         for name, expect in (("pass", True), ("fail", False)):
             path = man / f"daskcluster-{name}.yaml"
             cases[name] = self.case(f"operator-{name}", path, expect)
             self.node.kubectl("delete", "-f", str(path), "--wait=true", timeout=120)
             cluster = "rapids-tcp" if name == "pass" else "rapids-tcp-nogpu"
-            wait(
+            wait(  # the scheduler's and the worker's: the next round needs both GPUs
                 f"{cluster} pods gone",
-                lambda c=cluster: not self.node.pods(c),
+                lambda c=cluster: not self.cluster_pods(c),
                 120,
                 self.node.log,
                 0.25,
             )
+
+    def cluster_pods(self, cluster: str) -> list[Any]:
+        """Every Pod of a DaskCluster: its scheduler's and its workers'."""
+        body = self.node.api.get(
+            f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=dask.org/cluster-name%3D{cluster}"
+        )
+        return list((body or {}).get("items", []))
+
+    def report(self) -> None:
+        """The operators' metrics and log tails."""
         with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as r:
             metrics = r.read().decode()
         self.result["metrics"] = [
@@ -250,9 +259,17 @@ class Operators:
             self.result[f"{proc}_log_tail"] = log[-6000:]
 
 
-def run(node: Any, site_archive: Path, sh: Callable[..., str], wait: Callable[..., Any]) -> None:
+def run(
+    node: Any,
+    site_archive: Path,
+    sh: Callable[..., str],
+    wait: Callable[..., Any],
+    rounds: int = 1,
+) -> None:
     """What ``node.py --operators`` runs once the node is up."""
     ops = Operators(node, site_archive, sh, wait)
     ops.install()
     ops.start()
-    ops.flow()
+    for _ in range(rounds):
+        ops.flow()
+    ops.report()
