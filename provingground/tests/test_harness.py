@@ -175,3 +175,29 @@ def test_killed_parent_leaves_no_orphans(binaries, tmp_path):
     while [p for p in pids if Path(f"/proc/{p}").exists()] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
+
+
+@pytest.mark.e2e
+def test_restart_apiserver_keeps_port_flags_and_objects(cluster):
+    cp = cluster.control_plane
+    if cp is None:
+        pytest.skip("restarts the proving ground's own API server")
+    name = f"restart-{os.getpid()}"
+    cluster.kubectl("create", "configmap", name, "-n", "default", "--from-literal=kept=yes")
+    old = cp.processes["kube-apiserver"]
+    seconds = cp.restart_apiserver(down_seconds=0.5)
+    new = cp.processes["kube-apiserver"]
+    try:
+        assert new.pid != old.pid
+        assert old.poll() == -9  # killed, as a crash would
+        assert new.argv == old.argv  # same port, same flags
+        assert cp.api_get("/readyz")[0] == 200
+        assert 0.5 < seconds < cp.start_timeout + 1
+        out = cluster.kubectl("get", "configmap", name, "-n", "default", "-o", "json").stdout
+        assert '"kept": "yes"' in out  # etcd kept it
+        pids = [line.split()[0] for line in (cp.run_dir / "pids").read_text().splitlines()]
+        assert str(new.pid) in pids
+        assert str(old.pid) not in pids
+        cp.check_alive()  # the other components rode it out
+    finally:
+        cluster.kubectl("delete", "configmap", name, "-n", "default", check=False)

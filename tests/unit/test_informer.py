@@ -198,3 +198,23 @@ def test_forbidden_is_not_synced_and_retried(monkeypatch: pytest.MonkeyPatch) ->
     _, informer = asyncio.run(run_until(fake, done))
     assert not informer.synced.is_set()
     assert "403" in informer.status().last_error
+
+
+def test_a_watch_that_delivered_events_is_resumed_with_the_backoff_reset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Three refused watches reach the long step; a watch that then works and breaks is retried
+    # at the first step, not after the long one.
+    monkeypatch.setattr(informer_module, "_BACKOFF", (0.01, 0.01, 0.01, 3600.0))
+    broken = {"type": "ERROR", "object": {"kind": "Status", "code": 500, "message": "broken"}}
+    fake = FakeApi(
+        [obj("a", 1)],
+        [[500], [500], [500], [{"type": "ADDED", "object": obj("b", 101)}, broken]],
+    )
+
+    def done(sink: Sink, informer: Informer) -> bool:
+        return sum(r.get("watch") == "1" for r in fake.requests) >= 5
+
+    sink, _ = asyncio.run(run_until(fake, done))
+    assert sorted(sink.items) == ["a", "b"]
+    assert fake.requests[-1]["resourceVersion"] == "101"

@@ -1,7 +1,8 @@
-"""The private kopf API that ``admission/server.py`` overrides still has the shape it expects.
+"""The kopf API that ``admission/server.py`` relies on still has the shape it expects.
 
-kopf is pinned to one minor version (pyproject.toml); this test fails first when a new kopf
-changes what the override relies on, before any e2e test would.
+The webhook server is ours; kopf only runs it as ``settings.admission.server``: a callable that
+takes kopf's admission function and yields the webhooks' client configuration. kopf is pinned
+to one minor version (pyproject.toml); this test fails first when a new kopf changes that.
 """
 
 from __future__ import annotations
@@ -9,23 +10,17 @@ from __future__ import annotations
 import inspect
 
 import kopf
+from kopf._core.engines import admission
 
 from dask_gpu_parity.admission.server import WebhookServer
 
 
-def test_kopf_calls_serve_on_the_instance_with_fn_and_request() -> None:
-    source = inspect.getsource(kopf.WebhookServer.__call__)
-    assert "self._serve(fn, request)" in source
+def test_kopf_calls_the_configured_server_with_its_admission_function() -> None:
+    source = inspect.getsource(admission.admission_webhook_server)
+    assert "settings.admission.server(webhookfn)" in source
 
 
-def test_kopf_serve_takes_fn_and_request() -> None:
-    signature = inspect.signature(kopf.WebhookServer._serve)
-    assert list(signature.parameters) == ["fn", "request"]
-    ours = inspect.signature(WebhookServer._serve)
-    assert list(ours.parameters) == ["self", "fn", "request"]
-
-
-def test_kopf_server_takes_the_settings_we_pass() -> None:
-    parameters = inspect.signature(kopf.WebhookServer.__init__).parameters
-    for name in ("addr", "port", "certfile", "pkeyfile", "file_check_interval"):
-        assert name in parameters
+def test_our_server_is_an_async_generator_of_client_configs() -> None:
+    assert inspect.isasyncgenfunction(WebhookServer.__call__)
+    assert list(inspect.signature(WebhookServer.__call__).parameters) == ["self", "fn"]
+    assert kopf.WebhookClientConfig(url="https://127.0.0.1:9443")["url"].startswith("https://")

@@ -1,10 +1,10 @@
 """The kopf wiring: settings, startup and cleanup, and ``run`` (the only kopf entry).
 
-kopf serves the webhooks (``server.py``: its HTTPS server, our answers) and the liveness
-endpoint; it watches nothing and posts no Events (``events.py`` does). What the operator knows
-of the cluster comes from our own informers (``informer.py``, owned by ``state.py``): kopf's
-per-object indexing was superlinear in the number of objects, and it served webhooks before
-its indices were filled.
+kopf runs the webhook server (``server.py``: our HTTPS server and answers) and serves the
+liveness endpoint; it watches nothing and posts no Events (``events.py`` does). What the
+operator knows of the cluster comes from our own informers (``informer.py``, owned by
+``state.py``): kopf's per-object indexing was superlinear in the number of objects, and it
+served webhooks before its indices were filled.
 
 It runs beside the dask-kubernetes operator (also kopf) on the same resources, so it never uses
 kopf's defaults for what it writes (docs/operator.md, "Beside the dask operator"): its own
@@ -58,8 +58,7 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
             addr=options.addr,
             port=options.port,
             certfile=options.certfile,
-            pkeyfile=options.keyfile,
-            file_check_interval=30,  # reload renewed certificates
+            keyfile=options.keyfile,
         )
         settings.admission.managed = None  # the chart (or the test harness) owns them
         settings.posting.enabled = False  # our Events go through events.py

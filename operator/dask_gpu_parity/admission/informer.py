@@ -91,6 +91,7 @@ class Informer:
         self._lists = 0
         self._events = 0
         self._error = ""
+        self._failures = 0  # consecutive failures: the next retry waits _BACKOFF[_failures]
 
     def status(self) -> InformerStatus:
         """Counters for metrics (read on the event loop, published as a snapshot)."""
@@ -104,8 +105,12 @@ class Informer:
         )
 
     async def run(self) -> None:
-        """List, watch, resume, relist; forever (until cancelled)."""
-        failures = 0
+        """List, watch, resume, relist; forever (until cancelled).
+
+        The backoff starts again from its first step once a LIST completes or a watch delivers
+        an event: one break after hours of watching is retried at once, not after as long as
+        the failures of earlier outages added up to.
+        """
         need_list = True
         while True:
             try:
@@ -114,20 +119,23 @@ class Informer:
                         await asyncio.sleep(_ABSENT_RETRY)
                         continue
                     need_list = False
+                    self._failures = 0
                 await self._watch()
-                failures = 0
+                self._failures = 0
             except ApiStatusError as exc:
                 if exc.status == 410:
                     log.info(f"Watch of {self.resource.kind}: {exc}; listing again")
                     need_list = True
                     continue
-                failures = await self._failed(exc, failures)
+                await self._failed(exc)
                 need_list = need_list or exc.status == 404
             except ApiUnavailableError as exc:
-                failures = await self._failed(exc, failures)
+                await self._failed(exc)
 
-    async def _failed(self, exc: Exception, failures: int) -> int:
+    async def _failed(self, exc: Exception) -> None:
         self._error = str(exc)
+        failures = self._failures
+        self._failures += 1
         delay = _BACKOFF[min(failures, len(_BACKOFF) - 1)]
         hint = ""
         if isinstance(exc, ApiStatusError) and exc.status == 403:
@@ -137,7 +145,6 @@ class Informer:
             f"failed: {exc}{hint}; retrying in {delay:g} s"
         )
         await asyncio.sleep(delay)
-        return failures + 1
 
     async def _list(self) -> bool:
         """One complete LIST applied to the sink; ``False`` when the resource does not exist."""
@@ -202,6 +209,7 @@ class Informer:
             kind, obj = event.get("type"), as_map(event.get("object"))
             if kind == "ERROR":
                 raise ApiStatusError(int(obj.get("code") or 500), str(obj.get("message", "")))
+            self._failures = 0  # the stream works: a break later is retried at once
             version = as_map(obj.get("metadata")).get("resourceVersion")
             if version:
                 self._version = str(version)

@@ -1,13 +1,11 @@
 """The webhook server: every POST answered with an AdmissionReview, from the operator's state.
 
-kopf serves HTTPS (and reloads renewed certificates); the answers are ours. kopf's own admission
-engine is not used: it deep-copies the whole object and re-diffs it with ``jsonpatch`` on every
-request (more CPU than the parity rules), answers bad input with HTTP 400/404/500, allows a path
-without a handler id unchecked and keeps a memo per object.
-
-This overrides ``kopf.WebhookServer._serve``, a private method: kopf is pinned to the minor
-version it was written against, and ``tests/unit/test_kopf_contract.py`` fails when its shape
-changes.
+kopf runs it (``settings.admission.server`` takes any callable that yields the webhooks' client
+configuration); the HTTPS server, its TLS and the answers are ours. kopf's own server is not
+used: it reloads a renewed certificate by closing its port and connections (requests in that
+gap fail, ``tls.py``); and kopf's admission engine deep-copies the whole object and re-diffs it
+with ``jsonpatch`` on every request (more CPU than the parity rules), answers bad input with
+HTTP 400/404/500, allows a path without a handler id unchecked and keeps a memo per object.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from dask_gpu_parity.core.plain import as_map
 
 from . import decisions, kube, metrics, reviews
 from .state import OperatorState
+from .tls import RELOAD_SECONDS, ServingTLS
 
 __all__ = ["WebhookServer"]
 
@@ -43,31 +42,58 @@ class _TooLargeError(Exception):
     """A request body over ``reviews.MAX_BODY``."""
 
 
-class WebhookServer(kopf.WebhookServer):
-    """kopf's HTTPS server (certificate reloading included) answering with the parity rules.
+class WebhookServer:
+    """HTTPS on one port for the operator's life, answering with the parity rules.
 
     Webhooks act on CREATE only (the dask operator reads the scheduler spec once, at creation).
-    Every POST gets a valid AdmissionReview back, whatever the body.
+    Every POST gets a valid AdmissionReview back, whatever the body. A renewed certificate is
+    served to new connections within ``reload_seconds``, with the port left open (``tls.py``).
     """
 
-    def __init__(self, state: OperatorState, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        state: OperatorState,
+        *,
+        addr: str,
+        port: int,
+        certfile: str,
+        keyfile: str,
+        reload_seconds: float = RELOAD_SECONDS,
+    ) -> None:
         self.state = state
+        self.addr, self.port = addr, port
+        self.certfile, self.keyfile = certfile, keyfile
+        self.reload_seconds = reload_seconds
+        self.tls: ServingTLS | None = None
 
     async def __call__(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
-        """Listen only once nodes, namespaces and policies are listed in full.
+        """Listen once nodes, namespaces and policies are listed in full; serve until cancelled.
 
         Until then the port is closed, so the readiness probe (a TCP connect) fails, the
         Service sends requests to other replicas, and nothing is admitted, denied or pinned
-        from a partial inventory or without a policy that exists.
+        from a partial inventory or without a policy that exists. kopf's admission function
+        ``fn`` is not called: the answers are this class's.
         """
         await self.state.ready.wait()
-        async for config in super().__call__(fn):
-            yield config
+        self.tls = tls = ServingTLS(self.certfile, self.keyfile)
+        app = aiohttp.web.Application()
+        app.add_routes([aiohttp.web.post("/{id:.*}", self._serve)])
+        runner = aiohttp.web.AppRunner(app, handle_signals=False)
+        await runner.setup()
+        reload = asyncio.create_task(tls.watch(self.reload_seconds), name="tls reload")
+        try:
+            site = aiohttp.web.TCPSite(
+                runner, self.addr, self.port, ssl_context=tls.context, reuse_address=True
+            )
+            await site.start()
+            # kopf's managed webhook configurations are off: nothing reads this but its logs.
+            yield kopf.WebhookClientConfig(url=f"https://{self.addr}:{self.port}")
+            await asyncio.Event().wait()  # serve until kopf cancels this at shutdown
+        finally:
+            reload.cancel()
+            await runner.cleanup()
 
-    async def _serve(  # type: ignore[override]  # kopf's is static; it calls self._serve(fn, request)
-        self, fn: kopf.WebhookFn, request: aiohttp.web.Request
-    ) -> aiohttp.web.Response:
+    async def _serve(self, request: aiohttp.web.Request) -> aiohttp.web.Response:
         webhook = request.match_info.get("id", "")
         data: Any = None
         try:
