@@ -155,6 +155,28 @@ def test_first_pass_reports_each_drifted_cluster_once() -> None:
     run(test)
 
 
+def test_a_restarted_watch_names_the_same_drift_alike() -> None:
+    """Each ParityDrift Event is named after its drift: a restarted operator posting it again
+    meets the first one (409) instead of making a second; a new generation is a new drift."""
+
+    def names(generation: int) -> list[str | None]:
+        async def test(h: Harness) -> None:
+            for i in range(3):
+                doc = dask_cluster(f"c{i}")
+                h.watch.put_cluster(doc)
+                h.watch.put_deployment(scheduler_deployment(doc, generation=generation))
+            await h.settle()
+
+        return [name for _, name, _ in run(test).events.refs]
+
+    first, restarted, changed = names(1), names(1), names(2)
+    assert len(set(first)) == 3
+    assert all(first)
+    assert all(n and n.startswith(f"c{i}.") for i, n in enumerate(sorted(first)))
+    assert restarted == first
+    assert set(changed).isdisjoint(first)
+
+
 def test_opt_out_and_deletion_clear_the_count() -> None:
     async def test(h: Harness) -> None:
         doc = dask_cluster("c")

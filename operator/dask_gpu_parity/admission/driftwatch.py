@@ -23,8 +23,8 @@ a node shape appears or disappears                         all: spec, at most on
 a node joins or leaves an existing shape, status updates   none
 =========================================================  ====================================
 
-The stores themselves are ``driftstore.py``. A scheduler pod whose ``gpu-parity-check`` failed
-gets an Event saying why, once per failure (``podevents.py``); it marks nothing.
+The stores are ``driftstore.py``. A failed ``gpu-parity-check`` gets an Event (``podevents.py``).
+Events are named after what they report, so a restarted operator does not post them twice.
 """
 
 from __future__ import annotations
@@ -204,7 +204,9 @@ class DriftWatch(DriftStores):
             return
         repair = policy.drift_repair and report.repair_patch is not None
         message = report.message(repairing=repair)
-        self._post(cluster.ref(key), "Warning", "ParityDrift", message)
+        parts = (cluster.uid, deployment.uid, str(deployment.generation), message)
+        name = podevents.event_name(key[1], *parts)
+        self._post(cluster.ref(key), "Warning", "ParityDrift", message, name=name)
         if self.first_pass_seconds is not None:  # the first pass sums up in one line
             log.warning(message)
         if repair and report.repair_patch:

@@ -41,6 +41,7 @@ __all__ = [
     "ProbeFailure",
     "Seen",
     "escape",
+    "event_name",
     "failure",
     "notices",
     "recent",
@@ -241,6 +242,15 @@ def _escaped(char: str) -> str:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode(errors="surrogatepass")).hexdigest()[:16]
+
+
+def event_name(obj: str, *parts: str) -> str:
+    """A deterministic Event name for ``obj`` and what the Event is about (``parts``).
+
+    Posting the same Event again (a restarted operator) meets 409 AlreadyExists instead of
+    making a second one.
+    """
+    return _event_name(obj, _digest(*parts))
 
 
 def _event_name(obj: str, suffix: str) -> str:
