@@ -94,6 +94,17 @@ def test_drift_reported_with_event_and_metric(parity, cluster, drifted):
     assert not _gpu(_scheduler_template(cluster.api, ns))
     assert not _events(cluster.api, ns, "ParityRepaired")
 
+    # Restarted on the same drift, the operator reports it again to the API server, which
+    # answers 409 for the Event of that name: still one ParityDrift Event, not two.
+    parity.restart()  # a new process: its counters start at 0
+    eventually(
+        lambda: parity.metric("dgp_events_total", outcome="exists") >= 1,
+        timeout=120,
+        what="the restarted operator met its ParityDrift Event",
+    )
+    assert eventually(lambda: parity.metric("dgp_drifted_clusters", namespace=ns) == 1)
+    assert len(_events(cluster.api, ns, "ParityDrift")) == 1
+
 
 def test_drift_repaired_when_policy_allows(parity, cluster, drifted):
     ns = drifted.repair
