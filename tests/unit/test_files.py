@@ -282,12 +282,39 @@ def test_a_signal_during_in_place_leaves_no_temporary_file(
         os.kill(os.getpid(), signum)  # delivered at once: the handler raises here
 
     monkeypatch.setattr(rewrite.os, "fsync", killed)
-    code, _, err = cli(["fix", "-i", str(path)])
+    before = signal.signal(signum, signal.SIG_DFL)  # as a shell starts us (not under nohup)
+    try:
+        code, _, err = cli(["fix", "-i", str(path)])
+        assert signal.getsignal(signum) is signal.SIG_DFL  # restored
+    finally:
+        signal.signal(signum, before)
     assert code == 128 + signum
     assert err.splitlines()[-1] == f"stopped by signal {signum.name}"
     assert path.read_text() == TCP
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
-    assert signal.getsignal(signum) is signal.SIG_DFL  # restored
+
+
+def test_a_hangup_ignored_by_nohup_stays_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    real_fsync = os.fsync
+
+    def hung_up(fd: int) -> None:
+        real_fsync(fd)
+        os.kill(os.getpid(), signal.SIGHUP)  # ignored: the write goes on
+
+    monkeypatch.setattr(rewrite.os, "fsync", hung_up)
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts us
+    try:
+        code, _, _ = cli(["fix", "-i", str(path)])
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert code == 0  # fixed
+    assert path.read_text() != TCP
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
 
 
 def test_hostile_file_names_are_escaped_in_fix_messages(tmp_path: Path) -> None:

@@ -215,6 +215,8 @@ class Signalled(BaseException):  # a signal, like KeyboardInterrupt
 def signals_raise() -> Iterator[None]:
     """Turn SIGTERM and SIGHUP into :class:`Signalled` while the block runs (main thread only).
 
+    A signal already ignored (as ``nohup`` ignores SIGHUP) is left ignored.
+
     So the ``except BaseException`` of :func:`write_in_place` removes its temporary file on them
     as on Ctrl-C. SIGKILL cannot be caught: the temporary file's name starts with the target's
     and ends in ``.dgp-tmp`` so that it can be found.
@@ -227,6 +229,8 @@ def signals_raise() -> Iterator[None]:
         raise Signalled(signum)
 
     wanted = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    # A signal ignored by whoever started us (``nohup`` ignores SIGHUP) stays ignored.
+    wanted = [sig for sig in wanted if signal.getsignal(sig) is not signal.SIG_IGN]
     previous = {sig: signal.signal(sig, handler) for sig in wanted}
     try:
         yield
