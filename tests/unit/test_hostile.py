@@ -78,6 +78,13 @@ def _dump(doc: dict[str, Any], style: str) -> str:
 
 RAW = [  # texts no dumper writes
     "a: &x [*x]\n",  # an alias loop
+    # A GPU cluster with the key -_, which ruamel.yaml's round-trip reader takes for an int and
+    # then fails on (IndexError); found by `make nightly`.
+    "apiVersion: kubernetes.dask.org/v1\nkind: DaskCluster\nmetadata: {name: c, namespace: ns}\n"
+    "spec:\n  scheduler:\n    spec:\n      containers: [{name: scheduler, image: 'rapids:1'}]\n"
+    "  worker:\n    replicas: 1\n    spec:\n      containers:\n      - name: worker\n"
+    "        image: 'rapids:1'\n        resources:\n          limits:\n"
+    "            nvidia.com/gpu: '1'\n            memory: {-_: null}\n",
     "kind: DaskCluster\napiVersion: kubernetes.dask.org/v1\nspec: "
     + "[" * 5000
     + "]" * 5000

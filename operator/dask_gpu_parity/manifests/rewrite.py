@@ -110,7 +110,13 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     rt.brace_single_entry_mapping_in_flow_sequence = True  # [{a: b}], not the terse [a: b]
     mapping, sequence, offset = _indentation(body)
     rt.indent(mapping=mapping, sequence=sequence, offset=offset)
-    data = rt.load(body)
+    try:
+        data = rt.load(body)
+    except (RoundTripError, RecursionError):
+        raise
+    except Exception as exc:  # ruamel.yaml itself failing on odd input (the int-like key ``-_``)
+        problem = f"the round-trip YAML reader failed on it ({type(exc).__name__}: {exc})"
+        raise RoundTripError(problem) from exc
     for prefix, ops in items:
         apply_in_place(data, _prefixed(prefix, [_literal(op) for op in ops]))
     stream = io.StringIO()
