@@ -45,6 +45,7 @@ __all__ = [
     "parse_warnings",
     "policy_for",
     "run_kubectl",
+    "webhook_config",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,6 +114,29 @@ class Result:
 
 
 Kubectl = Callable[..., Result]
+
+
+def webhook_config(url: str, ca: Path, failure_policy: str = "Fail") -> str:
+    """``dask-gpu-parity webhook-config`` for webhooks at ``url`` (10 s timeout), as YAML."""
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("dask-gpu-parity")),
+            "webhook-config",
+            "--url",
+            url,
+            "--ca-file",
+            str(ca),
+            "--failure-policy",
+            failure_policy,
+            "--timeout",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return proc.stdout
 
 
 def run_kubectl(kubectl_bin: str, kubeconfig: Path) -> Kubectl:
@@ -272,25 +296,9 @@ class ParityOperator:
 
     def apply_webhooks(self, failure_policy: str = "Fail") -> None:
         """``dask-gpu-parity webhook-config`` for this operator, applied."""
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).with_name("dask-gpu-parity")),
-                "webhook-config",
-                "--url",
-                self.url,
-                "--ca-file",
-                str(self.ca),
-                "--failure-policy",
-                failure_policy,
-                "--timeout",
-                "10",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
+        self._kubectl_ok(
+            "apply", "-f", "-", input=webhook_config(self.url, self.ca, failure_policy)
         )
-        self._kubectl_ok("apply", "-f", "-", input=proc.stdout)
         self.webhooks_applied = True
 
     def delete_webhooks(self) -> None:

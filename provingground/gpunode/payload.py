@@ -39,6 +39,7 @@ import yaml
 from provingground.cluster import APISERVER_NAMES
 from provingground.gpunode import ociimage
 from provingground.kubeconfig import write_kubeconfig
+from provingground.parity import webhook_config
 from provingground.pki import CertificateAuthority, write_key
 
 __all__ = ["IMAGE", "NODE_NAME", "PAUSE_IMAGE", "SERVER", "main", "prepare"]
@@ -97,10 +98,9 @@ def _local_cluster() -> dict[str, Any]:
     return doc
 
 
-def _fix(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+def _fix(doc: dict[str, Any], path: Path, policy: Path) -> dict[str, Any]:
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     cli = Path(sys.executable).with_name("dask-gpu-parity")
-    policy = path.parents[1] / "operator" / "policy.yaml"  # the probe image made there
     proc = subprocess.run(
         [str(cli), "fix", "--policy", str(policy), str(path)],
         capture_output=True,
@@ -141,7 +141,7 @@ def _deployment(cluster: dict[str, Any]) -> dict[str, Any]:
     return deployment
 
 
-def _manifests(out: Path) -> None:
+def _manifests(out: Path, policy: Path) -> None:
     man = out / "manifests"
     man.mkdir(parents=True, exist_ok=True)
     passing = _local_cluster()
@@ -158,7 +158,7 @@ def _manifests(out: Path) -> None:
         path.write_text(yaml.safe_dump(plain, sort_keys=False))
 
     for name, doc in (("pass", passing), ("fail", failing)):
-        fixed = _fix(doc, man / f"daskcluster-{name}.yaml")
+        fixed = _fix(doc, man / f"daskcluster-{name}.yaml", policy)
         write(man / f"scheduler-{name}.yaml", _deployment(fixed))
     # The CuPy example through real pods: the RAPIDS cluster as written (scheduler without GPU)
     # and as fixed, each with one GPU worker (the operator's own worker Deployment).
@@ -167,7 +167,7 @@ def _manifests(out: Path) -> None:
         doc["metadata"]["name"] = f"cupy-{name}"
         doc["spec"]["scheduler"]["service"]["selector"]["dask.org/cluster-name"] = f"cupy-{name}"
         if name == "with":
-            doc = _fix(doc, man / "daskcluster-cupy-with.yaml")
+            doc = _fix(doc, man / "daskcluster-cupy-with.yaml", policy)
         write(man / f"cupy-{name}-scheduler.yaml", _deployment(doc))
         write(man / f"cupy-{name}-worker.yaml", _worker(doc))
 
@@ -186,29 +186,11 @@ def _operator(out: Path, ca: CertificateAuthority) -> None:
     for path in [*crd_paths(), *sorted((REPO / "crds").glob("*.yaml"))]:
         shutil.copy2(path, ops / "crds" / path.name)
     ca.issue("webhook", common_name="dask-gpu-parity", hostnames=["127.0.0.1", "localhost"])
-    cli = Path(sys.executable).with_name("dask-gpu-parity")
-    config = subprocess.run(
-        [
-            str(cli),
-            "webhook-config",
-            "--url",
-            f"https://127.0.0.1:{WEBHOOK_PORT}",
-            "--ca-file",
-            str(ca.cert_path),
-            "--failure-policy",
-            "Fail",
-            "--timeout",
-            "10",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    (ops / "webhooks.yaml").write_text(config.stdout)
+    config = webhook_config(f"https://127.0.0.1:{WEBHOOK_PORT}", ca.cert_path)
+    (ops / "webhooks.yaml").write_text(config)
 
 
-def _policy(out: Path) -> None:
+def _policy(out: Path) -> Path:
     """The DaskGPUPolicy of the namespace: the probe image made on the GPU machine.
 
     The webhook applies it (``operators.py``) and ``fix`` reads it for the manifests.
@@ -223,8 +205,10 @@ def _policy(out: Path) -> None:
             "verifier": {"image": PROBE_IMAGE},
         },
     }
-    (out / "operator").mkdir(parents=True, exist_ok=True)
-    (out / "operator" / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
+    path = out / "operator" / "policy.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(policy, sort_keys=False))
+    return path
 
 
 def prepare(out: Path, pause_binary: Path) -> Path:
@@ -234,8 +218,7 @@ def prepare(out: Path, pause_binary: Path) -> Path:
     out.mkdir(parents=True)
     ca = _pki(out)
     _pause_image(out, pause_binary)
-    _policy(out)
-    _manifests(out)
+    _manifests(out, _policy(out))
     _operator(out, ca)
     return out
 
