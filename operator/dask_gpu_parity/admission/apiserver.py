@@ -77,16 +77,7 @@ class ApiServer:
             ApiStatusError: the API server answered with an error status.
             ApiUnavailableError: no answer (connection refused or broken, timeout).
         """
-        timeout = aiohttp.ClientTimeout(total=_LIST_SECONDS)
-        try:
-            async with self._client().get(
-                path, params=params, headers=self._headers(), timeout=timeout
-            ) as response:
-                body = await response.read()
-                if response.status >= 400:
-                    raise ApiStatusError(response.status, _message(body, response.reason))
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise ApiUnavailableError(f"{type(exc).__name__}: {exc}") from exc
+        body = await self._send("GET", path, params=params, headers=self._headers())
         data = json.loads(body)
         if not isinstance(data, dict):
             raise ApiUnavailableError(f"GET {path} answered {type(data).__name__}, not an object")
@@ -99,17 +90,20 @@ class ApiServer:
             ApiStatusError: the API server answered with an error status.
             ApiUnavailableError: no answer (connection refused or broken, timeout).
         """
-        timeout = aiohttp.ClientTimeout(total=_LIST_SECONDS)
         headers = {**self._headers(), "Content-Type": "application/json"}
+        await self._send("POST", path, data=json.dumps(body), headers=headers)
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> bytes:
+        """One request with its whole answer read (the errors as for :meth:`get`)."""
+        timeout = aiohttp.ClientTimeout(total=_LIST_SECONDS)
         try:
-            async with self._client().post(
-                path, data=json.dumps(body), headers=headers, timeout=timeout
-            ) as response:
-                answer = await response.read()
+            async with self._client().request(method, path, timeout=timeout, **kwargs) as response:
+                body = await response.read()
                 if response.status >= 400:
-                    raise ApiStatusError(response.status, _message(answer, response.reason))
+                    raise ApiStatusError(response.status, _message(body, response.reason))
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ApiUnavailableError(f"{type(exc).__name__}: {exc}") from exc
+        return body
 
     async def watch(
         self, path: str, params: Mapping[str, str], read_seconds: float
