@@ -708,12 +708,12 @@ state = "{self.root / "run/containerd"}"
 
     # -- the flow -----------------------------------------------------------------------------
 
-    def pods(self, cluster: str) -> list[dict[str, Any]]:
-        """The cluster's scheduler Pods."""
-        body = self.api.get(
-            f"/api/v1/namespaces/{NS}/pods?labelSelector="
-            f"dask.org/cluster-name%3D{cluster},dask.org/component%3Dscheduler"
-        )
+    def pods(self, cluster: str, component: str | None = "scheduler") -> list[dict[str, Any]]:
+        """The cluster's Pods of ``component`` (the scheduler by default; all with ``None``)."""
+        selector = f"dask.org/cluster-name%3D{cluster}"
+        if component:
+            selector += f",dask.org/component%3D{component}"
+        body = self.api.get(f"/api/v1/namespaces/{NS}/pods?labelSelector={selector}")
         return list((body or {}).get("items", []))
 
     @staticmethod

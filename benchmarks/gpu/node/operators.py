@@ -29,7 +29,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[3]
 WEBHOOK_PORT, METRICS_PORT, HEALTH_PORT, DASK_HEALTH_PORT = 18443, 18081, 18082, 18083
 PROBE_IMAGE = "localhost/gpunode/dask-gpu-parity-probe:local"
-NAMESPACE = "gpu-parity"  # node.py's NS
 CLUSTER_CRDS = ("daskclusters.kubernetes.dask.org", "daskgpupolicies.gpuparity.dask.org")
 
 
@@ -234,18 +233,11 @@ class Operators:
             cluster = "rapids-tcp" if name == "pass" else "rapids-tcp-nogpu"
             wait(  # the scheduler's and the worker's: the next round needs both GPUs
                 f"{cluster} pods gone",
-                lambda c=cluster: not self.cluster_pods(c),
+                lambda c=cluster: not self.node.pods(c, component=None),
                 120,
                 self.node.log,
                 0.25,
             )
-
-    def cluster_pods(self, cluster: str) -> list[Any]:
-        """Every Pod of a DaskCluster: its scheduler's and its workers'."""
-        body = self.node.api.get(
-            f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=dask.org/cluster-name%3D{cluster}"
-        )
-        return list((body or {}).get("items", []))
 
     def report(self) -> None:
         """The operators' metrics and log tails."""
