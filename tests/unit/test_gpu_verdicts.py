@@ -66,6 +66,54 @@ def _codes(findings: list[dict[str, Any]]) -> list[str]:
     return sorted(f["code"] for f in findings)
 
 
+# --- 2. namespaces as kubectl resolves them ----------------------------------------------------
+
+
+def _group(namespace: str | None) -> dict[str, Any]:
+    group: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "gpu-workergroup.yaml").read_text())
+    group["spec"]["cluster"] = "c"
+    if namespace is not None:
+        group["metadata"]["namespace"] = namespace
+    return group
+
+
+def _cpu_cluster(namespace: str | None) -> dict[str, Any]:
+    doc = cluster(worker_resources={}, worker_container={"args": ["dask-worker"]})
+    if namespace is None:
+        del doc["metadata"]["namespace"]
+    else:
+        doc["metadata"]["namespace"] = namespace
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("cluster_ns", "group_ns", "dgp015"),
+    [
+        ("default", None, True),
+        (None, "default", True),
+        (None, None, True),
+        ("default", "default", True),
+        ("team-a", None, False),
+        (None, "team-a", False),
+    ],
+    ids=[
+        "cluster-default",
+        "group-default",
+        "both-absent",
+        "both-default",
+        "other-ns",
+        "other-ns-2",
+    ],
+)
+def test_worker_group_meets_its_cluster_in_the_namespace_kubectl_would_put_it(
+    tmp_path: Path, cluster_ns: str | None, group_ns: str | None, dgp015: bool
+) -> None:
+    path = _write(tmp_path, _cpu_cluster(cluster_ns), _group(group_ns))
+    code, findings = _findings(path)
+    assert ("DGP015" in _codes(findings)) is dgp015
+    assert code == int(dgp015)
+
+
 # --- 7. --extended-resource-toleration takes its value ------------------------------------------
 
 
