@@ -34,12 +34,16 @@ Expected verdicts, written before the code:
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from dask_gpu_parity.core.engine import evaluate
+from dask_gpu_parity.core.findings import RULES, Severity
 
 from .helpers import ROOT, cluster
 from .reports import cli
@@ -64,6 +68,58 @@ def _findings(path: Path, *flags: str) -> tuple[int, list[dict[str, Any]]]:
 
 def _codes(findings: list[dict[str, Any]]) -> list[str]:
     return sorted(f["code"] for f in findings)
+
+
+# --- 1. the scheduler container, not a sidecar, holds the GPU ---------------------------------
+
+# A log-shipping sidecar beside the scheduler, as in the Kubernetes "Sidecar containers" pattern;
+# the GPU on it is what the bug counted as the scheduler's.
+_SIDECAR = {"name": "log-shipper", "image": "fluent/fluent-bit:3.1", "resources": {}}
+
+
+def _sidecar_gpu_cluster(scheduler_first: bool) -> dict[str, Any]:
+    doc = cluster()
+    sidecar = copy.deepcopy(_SIDECAR)
+    sidecar["resources"] = {"limits": {GPU: "1"}}
+    containers = doc["spec"]["scheduler"]["spec"]["containers"]
+    doc["spec"]["scheduler"]["spec"]["containers"] = (
+        [*containers, sidecar] if scheduler_first else [sidecar, *containers]
+    )
+    return doc
+
+
+@pytest.mark.parametrize("scheduler_first", [True, False], ids=["sidecar-after", "sidecar-first"])
+def test_a_sidecars_gpu_is_not_the_schedulers_and_fix_gives_the_scheduler_one(
+    tmp_path: Path, scheduler_first: bool
+) -> None:
+    path = _write(tmp_path, _sidecar_gpu_cluster(scheduler_first))
+    index = 0 if scheduler_first else 1
+    code, findings = _findings(path)
+    assert code == 1
+    dgp001 = [f for f in findings if f["code"] == "DGP001"]
+    assert [f["path"] for f in dgp001] == [f"{SCHEDULER}/{index}/resources"]
+
+    code, out, _ = cli(["fix", str(path)])
+    assert code == 0
+    fixed = yaml.safe_load(out)
+    containers = fixed["spec"]["scheduler"]["spec"]["containers"]
+    assert containers[index]["name"] == "scheduler"
+    assert containers[index]["resources"]["limits"][GPU] == "1"
+    assert containers[1 - index]["resources"] == {"limits": {GPU: "1"}}  # the sidecar's, kept
+    again = _write(tmp_path, fixed, name="fixed.yaml")
+    assert _findings(again)[0] == 0
+
+
+def test_the_container_running_dask_scheduler_is_the_scheduler_whatever_its_name() -> None:
+    doc = cluster()
+    scheduler = doc["spec"]["scheduler"]["spec"]["containers"][0]
+    scheduler["name"] = "main"
+    scheduler["command"] = ["dask", "scheduler"]
+    sidecar = {"name": "proxy", "image": "envoyproxy/envoy:v1.31", "resources": {"limits": {}}}
+    sidecar["resources"]["limits"][GPU] = "1"
+    doc["spec"]["scheduler"]["spec"]["containers"] = [sidecar, scheduler]
+    result = evaluate(doc)
+    assert [f.path for f in result.findings if f.code == "DGP001"] == [f"{SCHEDULER}/1/resources"]
 
 
 # --- 2. namespaces as kubectl resolves them ----------------------------------------------------
@@ -112,6 +168,155 @@ def test_worker_group_meets_its_cluster_in_the_namespace_kubectl_would_put_it(
     code, findings = _findings(path)
     assert ("DGP015" in _codes(findings)) is dgp015
     assert code == int(dgp015)
+
+
+# --- 3. a scheduler with no containers ---------------------------------------------------------
+
+
+def test_a_scheduler_pod_spec_without_containers_is_an_error(tmp_path: Path) -> None:
+    doc = cluster()
+    doc["spec"]["scheduler"]["spec"]["containers"] = []
+    code, findings = _findings(_write(tmp_path, doc))
+    assert code == 1
+    assert [(f["code"], f["path"], f["severity"]) for f in findings] == [
+        ("DGP017", SCHEDULER, "error")
+    ]
+    assert "Required value" in findings[0]["message"]
+
+
+def test_a_cpu_cluster_without_scheduler_containers_is_an_error_too() -> None:
+    doc = _cpu_cluster("ns")
+    doc["spec"]["scheduler"]["spec"]["containers"] = []
+    result = evaluate(doc)
+    assert [(f.code, f.path) for f in result.findings] == [("DGP017", SCHEDULER)]
+    assert not result.changed
+
+
+# --- 4. GPU quantities the API server refuses ---------------------------------------------------
+
+_REFUSED = [
+    pytest.param({"requests": {GPU: "1"}}, "Limit must be set", id="requests-only"),
+    pytest.param({"limits": {GPU: "0.5"}}, "must be an integer", id="half"),
+    pytest.param({"limits": {GPU: "500m"}}, "must be an integer", id="500m"),
+    pytest.param({"limits": {GPU: "2"}, "requests": {GPU: "1"}}, "must be equal", id="req-ne-lim"),
+]
+
+
+@pytest.mark.parametrize(("resources", "says"), _REFUSED)
+def test_a_refused_scheduler_gpu_is_no_gpu(tmp_path: Path, resources: Any, says: str) -> None:
+    path = _write(tmp_path, cluster(scheduler_resources=resources))
+    code, findings = _findings(path)
+    assert code == 1
+    refused = [f for f in findings if f["code"] == "DGP024"]
+    assert [f["path"].rsplit("/", 2)[0] for f in refused] == [f"{SCHEDULER}/0/resources"]
+    assert says in refused[0]["message"]
+    assert refused[0]["severity"] == "error"
+    assert not any(f["code"] == "DGP009" for f in findings)  # no verifier for a refused GPU
+
+
+@pytest.mark.parametrize(("resources", "says"), _REFUSED)
+def test_a_worker_with_a_refused_gpu_request_is_a_gpu_worker_and_is_told_so(
+    resources: Any, says: str
+) -> None:
+    result = evaluate(cluster(worker_resources=resources))
+    codes = [f.code for f in result.findings]
+    assert "DGP001" in codes  # a GPU cluster: the scheduler is still given a GPU
+    refused = [f for f in result.findings if f.code == "DGP024"]
+    assert len(refused) == 1
+    assert refused[0].path.startswith(f"{WORKER}/0/resources/")
+    assert says in refused[0].message
+    assert refused[0].severity is Severity.ERROR
+    assert not refused[0].fixable
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [
+        {"limits": {GPU: "1"}},
+        {"limits": {GPU: "1"}, "requests": {GPU: "1"}},
+        {"limits": {GPU: "1"}, "requests": {GPU: "1000m"}},  # equal quantities
+        {"limits": {GPU: "2.0"}},
+    ],
+    ids=["limits", "both-equal", "equal-spelled-apart", "two-point-zero"],
+)
+def test_an_admitted_scheduler_gpu_counts(resources: Any) -> None:
+    result = evaluate(cluster(scheduler_resources=resources))
+    codes = {f.code for f in result.findings}
+    assert not codes & {"DGP001", "DGP024"}
+
+
+# --- 5. dask-cuda-worker with no GPU request ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        {"args": ["dask-cuda-worker", "--rmm-pool-size", "10GB"]},
+        {"command": ["dask", "cuda", "worker"]},
+        {"command": ["/bin/sh", "-c"], "args": ["exec dask cuda worker --nthreads 1"]},
+    ],
+    ids=["dask-cuda-worker", "dask-cuda-worker-subcommand", "in-a-shell"],
+)
+def test_cuda_workers_without_a_gpu_request_are_gpu_workers_in_intent(
+    tmp_path: Path, container: dict[str, Any]
+) -> None:
+    doc = cluster(worker_resources={}, worker_container={"args": [], **container})
+    code, findings = _findings(_write(tmp_path, doc))
+    assert code == 1
+    assert _codes(findings) == ["DGP025"]
+    assert findings[0]["path"] == f"{WORKER}/0"
+    assert GPU in findings[0]["message"]
+
+
+def test_cuda_workers_without_a_gpu_request_beside_a_gpu_scheduler_are_a_warning() -> None:
+    doc = cluster(worker_resources={}, scheduler_resources={"limits": {GPU: "1"}})
+    findings = evaluate(doc).findings
+    assert [(f.code, f.severity) for f in findings] == [("DGP025", Severity.WARNING)]
+
+
+def test_a_plain_dask_worker_without_gpu_is_a_cpu_worker() -> None:
+    doc = cluster(worker_resources={}, worker_container={"args": ["dask-worker"]})
+    assert evaluate(doc).findings == ()
+
+
+def test_a_cuda_worker_group_without_gpu_request_is_reported() -> None:
+    group = _group(None)
+    container = group["spec"]["worker"]["spec"]["containers"][0]
+    container["args"] = ["dask", "cuda", "worker"]
+    container["resources"] = {}
+    assert [f.code for f in evaluate(group).findings] == ["DGP025"]
+
+
+def test_new_codes_are_in_the_one_table() -> None:
+    assert RULES["DGP024"].severity is Severity.ERROR
+    assert RULES["DGP025"].severity is Severity.ERROR
+    assert not RULES["DGP024"].fixable
+    assert not RULES["DGP025"].fixable
+
+
+# --- 6. a hybrid cluster: the advice must not loop ---------------------------------------------
+
+
+def test_hybrid_cluster_advice_is_what_resolves_it_not_fix(tmp_path: Path) -> None:
+    path = _write(tmp_path, _cpu_cluster("ns"), _group("ns"))
+    _, findings = _findings(path)
+    (dgp015,) = [f for f in findings if f["code"] == "DGP015"]
+    message = dgp015["message"]
+    assert "dask-gpu-parity fix on the DaskCluster" not in message
+    assert f"{SCHEDULER}/0/resources/limits" in message
+    assert f'{GPU}: "1"' in message
+    # fix indeed leaves the CPU-only cluster as it is: the advice must be a change by hand
+    code, out, err = cli(["fix", str(path)])
+    assert code == 0
+    assert next(iter(yaml.safe_load_all(out))) == _cpu_cluster("ns")
+    assert "need a change by hand" in err
+
+
+def test_worker_group_joining_a_cluster_whose_scheduler_sidecar_has_the_gpu_is_dgp015() -> None:
+    doc = _sidecar_gpu_cluster(scheduler_first=True)
+    doc["spec"]["worker"]["spec"]["containers"][0]["resources"] = {}
+    result = evaluate(_group("ns"), cluster=doc)
+    assert [f.code for f in result.findings] == ["DGP015"]
 
 
 # --- 7. --extended-resource-toleration takes its value ------------------------------------------
