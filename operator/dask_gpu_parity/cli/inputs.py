@@ -145,7 +145,7 @@ def evaluate_all(
     """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
     dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
     clusters = {
-        (dask.namespace, dask.name): doc.data
+        (dask.namespace_or(), dask.name): doc.data
         for doc, dask in dask_documents
         if dask.kind == "DaskCluster"
     }
@@ -154,7 +154,7 @@ def evaluate_all(
         cluster = None
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
-            cluster = clusters.get((dask.namespace, name)) if isinstance(name, str) else None
+            cluster = clusters.get((dask.namespace_or(), name)) if isinstance(name, str) else None
         result = evaluate(doc.data, policy, inventory, cluster=cluster)
         checked.append(Checked(doc, dask, result))
     return checked

@@ -119,6 +119,20 @@ RULES: dict[str, Rule] = {
             Severity.WARNING,
             False,
         ),
+        Rule(
+            "DGP024",
+            "refused-gpu-request",
+            "GPU request is refused by the API server",
+            Severity.ERROR,
+            False,
+        ),
+        Rule(
+            "DGP025",
+            "cuda-worker-without-gpu",
+            "dask-cuda workers request no GPU",
+            Severity.ERROR,
+            False,
+        ),
         # Input files, not resources (the CLI): the other files are still checked.
         Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
         Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),
