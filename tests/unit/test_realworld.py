@@ -295,3 +295,13 @@ def test_a_major_only_image_tag_is_named_as_its_major(name: str, nodes: str, cod
     assert "cuda12-py3.13" in finding["message"]
     assert "CUDA 12" in finding["message"]
     assert "12.0" not in finding["message"]
+
+
+def test_the_folder_gives_the_union_of_its_files_and_one_invalid_node_dump() -> None:
+    code, findings = _check([str(CORPUS)])
+    got = sorted((Path(f["resource"]["file"]).name, f["code"], f["path"]) for f in findings)
+    want = [("nodes-gfd-readme-verbatim.yaml", "DGP901", "")]
+    for name in MANIFESTS:
+        want += [(name, f["code"], f["path"]) for f in _check([str(CORPUS / name)])[1]]
+    assert code == 1
+    assert got == sorted(want)
