@@ -274,13 +274,14 @@ def _helm_templates(folder: str) -> bool:
 def _gitignores(folder: str) -> list[Spec]:
     """The folder's ``.gitignore`` and, at a repository's root, ``.git/info/exclude``.
 
-    Read as git reads them: not through a symbolic link (git opens them ``O_NOFOLLOW``), never
-    blocking on a FIFO; a file that cannot be read counts as absent.
+    Read as git reads them: a ``.gitignore`` not through a symbolic link (git opens it
+    ``O_NOFOLLOW``), neither ever blocking on a FIFO; a file that cannot be read counts as absent.
     """
     specs = []
     for name in (".gitignore", os.path.join(".git", "info", "exclude")):
         try:
-            data = read_regular(os.path.join(folder, name), _GITIGNORE_LIMIT, follow=False)
+            path = os.path.join(folder, name)
+            data = read_regular(path, _GITIGNORE_LIMIT, follow=name != ".gitignore")
         except OSError:
             continue
         specs.append(Spec.from_bytes(data))
