@@ -136,6 +136,8 @@ RULES: dict[str, Rule] = {
         # Input files, not resources (the CLI): the other files are still checked.
         Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
         Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),
+        Rule("DGP902", "skipped-file", "File in a folder is no manifest", Severity.INFO, False),
+        Rule("DGP903", "partial-kustomization", "Kustomization read in part", Severity.INFO, False),
     )
 }
 
