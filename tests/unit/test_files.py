@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import signal
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from dask_gpu_parity.manifests import rewrite, sources
+from dask_gpu_parity.manifests import inplace, sources
 
 from .helpers import EXAMPLES
 from .reports import cli
@@ -249,7 +251,7 @@ def test_in_place_in_a_read_only_folder_overwrites(
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(rewrite.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(inplace.tempfile, "mkstemp", refuse)
     assert cli(["fix", "-i", str(path)])[0] == 0
     assert path.read_text() != TCP
 
@@ -261,7 +263,7 @@ def test_in_place_cannot_write_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     def full(*_args: object, **_kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(rewrite.os, "replace", full)
+    monkeypatch.setattr(inplace.os, "replace", full)
     code, _, err = cli(["fix", "-i", str(path)])
     assert code == 2
     assert f"error: {path}: cannot write it: No space left on device [DGP900]" in err
@@ -281,7 +283,7 @@ def test_a_signal_during_in_place_leaves_no_temporary_file(
         real_fsync(fd)
         os.kill(os.getpid(), signum)  # delivered at once: the handler raises here
 
-    monkeypatch.setattr(rewrite.os, "fsync", killed)
+    monkeypatch.setattr(inplace.os, "fsync", killed)
     before = signal.signal(signum, signal.SIG_DFL)  # as a shell starts us (not under nohup)
     try:
         code, _, err = cli(["fix", "-i", str(path)])
@@ -305,7 +307,7 @@ def test_a_hangup_ignored_by_nohup_stays_ignored(
         real_fsync(fd)
         os.kill(os.getpid(), signal.SIGHUP)  # ignored: the write goes on
 
-    monkeypatch.setattr(rewrite.os, "fsync", hung_up)
+    monkeypatch.setattr(inplace.os, "fsync", hung_up)
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts us
     try:
         code, _, _ = cli(["fix", "-i", str(path)])
@@ -379,3 +381,155 @@ def test_a_file_reached_twice_is_read_once(tree: Path) -> None:
     code, out, _ = cli(["check", "a.yaml", ".", "./a.yaml", "-o", "json"])
     assert code == 1
     assert json.loads(out)["summary"]["resources"] == 8
+
+
+# --- inputs fix cannot rewrite, and files it must not replace --------------------------------
+
+# An unrendered Helm value in place of the image, as a chart's template has it
+# (https://helm.sh/docs/chart_template_guide/values_files/): YAML reads `{{ ... }}` as a
+# mapping whose key is a mapping, which the probe's init container would copy.
+TEMPLATED = TCP.replace(
+    "image: nvcr.io/nvidia/rapidsai/base:25.12-cuda13.0-py3.12", "image: {{ .Values.image }}"
+)
+
+
+def test_an_image_that_is_a_mapping_is_one_line_and_the_other_files_are_fixed(
+    tmp_path: Path,
+) -> None:
+    bad, good = tmp_path / "a-templated.yaml", tmp_path / "b-good.yaml"
+    bad.write_text(TEMPLATED)
+    good.write_text(TCP)
+    code, _, err = cli(["fix", "-i", str(tmp_path)])
+    assert code == 2
+    assert bad.read_text() == TEMPLATED
+    assert good.read_text() != TCP
+    assert cli(["check", str(good)])[0] == 0
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: {bad}: cannot rewrite it: /spec/scheduler/spec/initContainers would get a "
+        "mapping as a key, which no Kubernetes object has (an unrendered template such as "
+        "{{ .Values.image }}?): render or correct the manifest, then fix it [DGP901]"
+    ]
+    assert "Traceback" not in err
+    code, out, err = cli(["fix", str(bad)])
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+
+
+def test_in_place_refuses_a_symlink_in_a_folder_that_points_outside_it(tmp_path: Path) -> None:
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    (outside / "shared.yaml").write_text(TCP)
+    (tree / "escape.yaml").symlink_to(outside / "shared.yaml")
+    (tree / "real.yaml").write_text(TCP)
+    (tree / "inside.yaml").symlink_to("real.yaml")  # inside the tree: written through
+    code, _, err = cli(["fix", "-i", str(tree)])
+    assert code == 2
+    assert (outside / "shared.yaml").read_text() == TCP
+    assert (tree / "real.yaml").read_text() != TCP
+    assert (tree / "inside.yaml").is_symlink()
+    assert (
+        f"error: {tree / 'escape.yaml'}: a symbolic link to {outside / 'shared.yaml'}, outside "
+        f"{tree}: not written; name the link or its target to fix it [DGP900]"
+    ) in err.splitlines()
+    # Named, the link is written through (as ruff format does).
+    assert cli(["fix", "-i", str(tree / "escape.yaml")])[0] == 0
+    assert (outside / "shared.yaml").read_text() != TCP
+
+
+def _acl(*entries: tuple[int, int, int]) -> bytes:
+    """A POSIX ACL as the kernel stores it in ``system.posix_acl_access`` (version 2)."""
+    import struct
+
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+
+
+def test_in_place_keeps_extended_attributes_and_acls(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    try:
+        os.setxattr(path, "user.x", b"reviewed")
+    except OSError as exc:  # pragma: no cover - a file system without user xattrs
+        pytest.skip(f"no user xattrs here: {exc}")
+    # u::rw-, u:12345:r--, g::r--, m::r--, o::--- (setfacl -m u:12345:r)
+    acl = _acl((1, 6, 0xFFFFFFFF), (2, 4, 12345), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF))
+    acl += _acl((0x20, 0, 0xFFFFFFFF))[4:]
+    has_acl = True
+    if shutil.which("setfacl"):
+        subprocess.run(["setfacl", "-m", "u:12345:r", str(path)], check=True)
+    else:
+        try:
+            os.setxattr(path, "system.posix_acl_access", acl)
+        except OSError:
+            has_acl = False
+    before = {name: os.getxattr(path, name) for name in os.listxattr(path)}
+    mode = path.stat().st_mode
+    assert cli(["fix", "-i", str(path)])[0] == 0
+    assert path.read_text() != TCP
+    assert {name: os.getxattr(path, name) for name in os.listxattr(path)} == before
+    assert before["user.x"] == b"reviewed"
+    assert ("system.posix_acl_access" in before) == has_acl
+    assert path.stat().st_mode == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_in_place_drops_no_inherited_acl_onto_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    default = _acl((1, 7, 0xFFFFFFFF), (2, 7, 12345), (4, 5, 0xFFFFFFFF), (0x10, 7, 0xFFFFFFFF))
+    default += _acl((0x20, 5, 0xFFFFFFFF))[4:]
+    try:
+        os.setxattr(tmp_path, "system.posix_acl_default", default)
+    except OSError as exc:  # pragma: no cover - a file system without ACLs
+        pytest.skip(f"no ACLs here: {exc}")
+    assert "system.posix_acl_access" not in os.listxattr(path)
+    assert cli(["fix", "-i", str(path)])[0] == 0
+    assert path.read_text() != TCP
+    assert "system.posix_acl_access" not in os.listxattr(path)
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "in-a-folder"])
+def test_in_place_refuses_a_fifo_without_blocking(tmp_path: Path, named: bool) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    (tmp_path / "good.yaml").write_text(TCP)
+    code, _, err = cli(["fix", "-i", str(fifo if named else tmp_path)])
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    if named:
+        assert code == 2
+        assert err.splitlines()[0] == (
+            f"error: {fifo}: a FIFO, not a regular file: fix --in-place rewrites regular files "
+            "only; fix it to stdout instead [DGP900]"
+        )
+    else:  # a folder walk reads regular files only
+        assert code == 0
+        assert (tmp_path / "good.yaml").read_text() != TCP
+
+
+def test_in_place_keeps_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + TCP.encode())
+    assert cli(["fix", "-i", str(path)])[0] == 0
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert not data[3:].startswith(b"\xef\xbb\xbf")
+    assert data[3:].decode() != TCP
+    assert cli(["check", str(path)])[0] == 0
+
+
+def test_an_overwrite_that_fails_leaves_the_old_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    os.link(path, tmp_path / "second-link.yaml")  # several links: written in place
+
+    def full(*_args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(inplace.os, "posix_fallocate", full)
+    code, _, err = cli(["fix", "-i", str(path)])
+    assert code == 2
+    assert "cannot write it: No space left on device [DGP900]" in err
+    assert path.read_text() == TCP

@@ -68,7 +68,8 @@ def _sources(args: argparse.Namespace) -> Iterator[Source | FileError]:
             yield name
             continue
         try:
-            yield read_source(name, label=args.stdin_filename if name == STDIN else "")
+            label = args.stdin_filename if name == STDIN else ""
+            yield read_source(name, label=label, regular_only=getattr(args, "in_place", False))
         except FileError as exc:
             yield exc
 
