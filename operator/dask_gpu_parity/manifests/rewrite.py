@@ -1,8 +1,9 @@
 """Writing fixes: the engine's JSON Patch replayed onto the documents that changed.
 
-Only changed documents are re-serialised (ruamel.yaml round trip), so comments, key order,
-line endings and every other document stay byte for byte. ``inplace`` writes the result back
-into the file.
+Only changed documents are re-serialised (ruamel.yaml round trip, ``roundtrip``), so comments,
+key order, line endings, every value the patch does not set and every other document stay byte
+for byte; an edit through a YAML alias lands in its own place only. ``inplace`` writes the
+result back into the file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import re
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError as RoundTripError
 from ruamel.yaml.scalarstring import LiteralScalarString
@@ -23,6 +23,7 @@ from dask_gpu_parity.core.patch import Operation, apply_in_place
 
 from .documents import Loader
 from .inplace import Signalled, signals_raise, write_in_place
+from .roundtrip import keep_anchors, round_trip, unshare
 from .sources import BREAK, BREAKS, INVALID, FileError, Source
 
 __all__ = ["Signalled", "render_fixed", "signals_raise", "write_in_place"]
@@ -101,7 +102,7 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     while head < len(lines) and _HEADER.match(lines[head].rstrip("\n")):
         head += 1
     preamble, body = "".join(lines[:head]), "".join(lines[head:])
-    rt = YAML(typ="rt")
+    rt = round_trip()
     rt.preserve_quotes = True
     rt.width = 4096
     rt.brace_single_entry_mapping_in_flow_sequence = True  # [{a: b}], not the terse [a: b]
@@ -114,8 +115,11 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     except Exception as exc:  # ruamel.yaml itself failing on odd input (the int-like key ``-_``)
         problem = f"the round-trip YAML reader failed on it ({type(exc).__name__}: {exc})"
         raise RoundTripError(problem) from exc
+    keep_anchors(data)
     for prefix, ops in items:
-        apply_in_place(data, _prefixed(prefix, [_literal(op) for op in ops]))
+        prefixed = _prefixed(prefix, [_literal(op) for op in ops])
+        unshare(data, prefixed)
+        apply_in_place(data, prefixed)
     stream = io.StringIO()
     rt.dump(data, stream)
     return preamble + stream.getvalue()
