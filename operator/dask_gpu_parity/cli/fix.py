@@ -73,7 +73,8 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _refuse_escaping_link(name: str, named: list[str], folders: list[str]) -> None:
     """A FileError for a symlink met in a folder walk that leads out of the folder."""
-    escape = None if name in named else escaping_link(name, folders)
+    is_named = os.path.normpath(name) in {os.path.normpath(n) for n in named}
+    escape = None if is_named else escaping_link(name, folders)
     if escape is not None:
         target, folder = escape
         raise FileError(
