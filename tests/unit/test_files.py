@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -9,6 +10,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -495,7 +497,21 @@ def test_in_place_refuses_a_fifo_without_blocking(tmp_path: Path, named: bool) -
     fifo = tmp_path / "pipe.yaml"
     os.mkfifo(fifo)
     (tmp_path / "good.yaml").write_text(TCP)
-    code, _, err = cli(["fix", "-i", str(fifo if named else tmp_path)])
+
+    unblocked: list[bool] = []
+
+    def unblock() -> None:  # a reader waiting for a writer gets one: the test fails, not hangs
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            unblocked.append(True)
+
+    guard = threading.Timer(5, unblock)
+    guard.start()
+    try:
+        code, _, err = cli(["fix", "-i", str(fifo if named else tmp_path)])
+    finally:
+        guard.cancel()
+    assert not unblocked, "fix waited for a writer of the FIFO"
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     if named:
         assert code == 2
