@@ -550,3 +550,54 @@ def test_an_overwrite_that_fails_leaves_the_old_content(
     assert code == 2
     assert "cannot write it: No space left on device [DGP900]" in err
     assert path.read_text() == TCP
+
+
+def test_attributes_that_cannot_be_copied_make_it_write_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    try:
+        os.setxattr(path, "user.x", b"reviewed")
+    except OSError as exc:  # pragma: no cover - a file system without user xattrs
+        pytest.skip(f"no user xattrs here: {exc}")
+    inode = path.stat().st_ino
+
+    def refuse(*_args: object) -> None:  # as for security.* attributes without the privilege
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(inplace.os, "setxattr", refuse)
+    code, _, err = cli(["fix", "-i", str(path)])
+    assert code == 0
+    assert f"fixed {path} (overwritten in place)" in err
+    assert path.stat().st_ino == inode
+    assert os.getxattr(path, "user.x") == b"reviewed"
+    assert path.read_text() != TCP
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_a_signal_during_an_overwrite_comes_after_the_whole_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    os.link(path, tmp_path / "second-link.yaml")  # several links: written in place
+    expected = cli(["fix", str(path)])[1]
+    real_fallocate = os.posix_fallocate
+    calls: list[int] = []
+
+    def killed(fd: int, offset: int, length: int) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # sent as the overwrite starts: held until done
+        calls.append(length)
+        real_fallocate(fd, offset, length)
+
+    monkeypatch.setattr(inplace.os, "posix_fallocate", killed)
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        code, _, err = cli(["fix", "-i", str(path)])
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert err.splitlines()[-1] == "stopped by signal SIGTERM"
+    assert len(calls) == 1
+    assert code == 128 + signal.SIGTERM
+    assert path.read_text() == expected  # all of the new content, not part of it
