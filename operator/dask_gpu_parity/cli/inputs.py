@@ -74,7 +74,11 @@ def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Source | FileError
             yield name.file, name
             continue
         try:
-            yield name, read_source(name, label=args.stdin_filename if name == STDIN else "")
+            label = args.stdin_filename if name == STDIN else ""
+            yield (
+                name,
+                read_source(name, label=label, regular_only=getattr(args, "in_place", False)),
+            )
         except FileError as exc:
             yield name, exc
 
