@@ -34,7 +34,7 @@ def _baseline_manifest() -> tuple[str, dict]:
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(360)  # the dask operator paces its work on a busy machine
 def test_gpu_cluster_scheduler_lands_without_gpu(cluster, node_pools, dask_operator, namespace):
     source, doc = _baseline_manifest()
     doc["metadata"]["namespace"] = namespace
@@ -42,7 +42,7 @@ def test_gpu_cluster_scheduler_lands_without_gpu(cluster, node_pools, dask_opera
     workers = worker_replicas(doc)
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
 
-    rows = wait_for_placements(cluster.api, namespace, name, workers, timeout=120)
+    rows = wait_for_placements(cluster.api, namespace, name, workers, timeout=240)
     print(f"\nDaskCluster {namespace}/{name} ({source}):\n{format_table(rows)}")
 
     # The dask operator materialised the real objects.

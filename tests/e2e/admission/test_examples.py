@@ -122,7 +122,7 @@ def test_gpu_worker_group_on_cpu_scheduler_cluster_denied(parity, cluster, kubec
     assert result.rc != 0
     assert 'admission webhook "validate-daskworkergroup.gpuparity.dask.org" denied' in result.stderr
     assert "DGP015 at /spec/cluster" in result.stderr
-    assert "give the cluster's scheduler a GPU first" in result.stderr
+    assert "then recreate the DaskCluster" in result.stderr  # what resolves it, not `fix`
     groups = kubectl("get", "daskworkergroups", "-n", namespace, "-o", "name").stdout.split()
     assert "daskworkergroup.kubernetes.dask.org/cpu-cluster-gpu-workers" not in groups
 
