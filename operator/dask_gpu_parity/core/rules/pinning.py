@@ -200,7 +200,10 @@ def _no_class(ctx: Context, classes: dict[NodeClass, Sequence[GpuNode]]) -> Find
     cuda = ctx.view.cuda
     assert cuda is not None  # only then can a class fail to qualify
     floor = f" needs driver {cuda.driver_floor} or newer and" if cuda.driver_floor else ""
-    reach = "; ".join(f"{nc} ({', '.join(n.name for n in nodes)})" for nc, nodes in classes.items())
+    reach = "; ".join(
+        f"{nc} ({', '.join(sorted(n.name for n in nodes))})"
+        for nc, nodes in sorted(classes.items(), key=lambda item: str(item[0]))
+    )
     return Finding.of(
         "DGP020",
         f"{ctx.view.worker.container_ptr}/image",
