@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .fits import PodFilter, node_fits, pod_gpu_demand, toleration_matches
+from .fits import PodFilter, gpu_demand, node_fits, pod_gpu_demand, toleration_matches
 from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class
 from .providers import PROVIDERS, PoolClass, Provider
 
@@ -26,6 +26,7 @@ __all__ = [
     "Overlap",
     "PodFilter",
     "driver_class",
+    "gpu_demand",
     "node_fits",
     "pod_gpu_demand",
     "toleration_matches",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from dask_gpu_parity.core.findings import Finding, Severity
-from dask_gpu_parity.core.inventory import GpuNode, Inventory, pod_gpu_demand
+from dask_gpu_parity.core.inventory import GpuNode, Inventory, gpu_demand
 from dask_gpu_parity.core.rules.context import Context
 
 __all__ = ["capacity"]
@@ -30,16 +30,16 @@ def capacity(
         scheduler: the usable nodes that can take the scheduler (``fitting``).
     """
     resource = ctx.view.worker_gpus[0].resource
-    each = pod_gpu_demand(ctx.view.worker.spec).get(resource, Decimal(0))
+    each = gpu_demand(ctx.view.worker_gpus).get(resource, Decimal(0))  # rules never change it
     replicas = ctx.view.replicas
     if each <= 0 or replicas <= 0 or not workers:
         return []
-    own = pod_gpu_demand(ctx.view.scheduler.spec).get(resource, Decimal(0))
     overlap = inventory.overlap(workers, scheduler, resource)
     room = sum((n * int(units // each) for (units, _), n in overlap.groups.items()), 0)
     shared = [units for units, both in overlap.groups if both]
-    taken = 0
-    if own > 0 and shared and not overlap.elsewhere:  # the scheduler takes one of their GPUs
+    taken, own = 0, Decimal(0)
+    if shared and not overlap.elsewhere:  # the scheduler may take one of their GPUs
+        own = gpu_demand(ctx.view.scheduler.gpu_requests()).get(resource, Decimal(0))
         taken = min(int(units // each) - int((units - own) // each) for units in shared)
     fit = room - taken
     if fit >= replicas:

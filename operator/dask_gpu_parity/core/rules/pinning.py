@@ -141,8 +141,9 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
         settled = inventory.label_values(nodes, _UPGRADE_STATE) <= _UPGRADED
         return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
 
-    # A scheduler on a pool of its own keeps it: a node pool is never pinned on it.
-    keeps_pool = own_pool(ctx)
+    # A scheduler on a pool of its own keeps it: a node pool is never pinned on it (driver and
+    # CUDA labels are, where nodes carry them).
+    keeps_pool = not labelled and own_pool(ctx)
 
     def pin_scheduler(spec: dict[str, Any], nc: NodeClass, exprs: list[dict[str, Any]]) -> bool:
         if keeps_pool and isinstance(nc, PoolClass):
@@ -180,8 +181,6 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
                 "; the scheduler keeps its own pool, whose driver cannot be pinned equal without "
                 "driver labels"
             )
-    elif keeps_pool:
-        why += "; the scheduler keeps its own pool, on this driver"
     findings = [
         Finding.of(
             "DGP014",

@@ -64,4 +64,4 @@ def own_pool(ctx: Context) -> bool:
     if ctx.policy.scheduler_node_selector:
         return True
     scheduler = _placement(ctx.view.scheduler.spec, preferred=True)
-    return bool(scheduler - _placement(ctx.view.worker.spec, preferred=True))
+    return bool(scheduler) and bool(scheduler - _placement(ctx.view.worker.spec, preferred=True))
