@@ -18,7 +18,7 @@ from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
 
-from .helpers import ROOT, cluster
+from .helpers import ROOT, cluster, example
 
 CORPUS = ROOT / "tests" / "fixtures" / "inventories"
 PLACEMENT = {"DGP013", "DGP014", "DGP020", "DGP021", "DGP022", "DGP023", "DGP026"}
@@ -291,3 +291,13 @@ def test_provisioner_name_alone_means_extended_resource_toleration_on() -> None:
     assert nodes.provider.extended_resource_toleration
     result = evaluate(workload(CUDA12), Policy(), nodes)
     assert "DGP022" not in codes(result)  # the untolerated taint is covered by the plugin
+
+
+@pytest.mark.parametrize(("replicas", "found"), [(2, False), (8, True)])
+def test_a_daskjob_counts_its_cluster_s_worker_replicas(replicas: int, found: bool) -> None:
+    # The example job tolerates the GPU taint and runs CUDA 13.0: pinned to 580.95.05, 8 GPUs,
+    # one of them the scheduler's.
+    doc = example("gpu-daskjob.yaml")
+    doc["spec"]["cluster"]["spec"]["worker"]["replicas"] = replicas
+    result = evaluate(doc, Policy(), inventory("gpu-operator-gfd"))
+    assert ("DGP026" in codes(result)) is found
