@@ -162,11 +162,14 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     legacy = isinstance(chosen, DriverClass) and inventory.legacy_labels(inventory.of_class(chosen))
     exprs = _pin_expressions(chosen, legacy)
     fixable = add_expressions(worker.spec, exprs) and pin_scheduler(scheduler.spec, chosen, exprs)
+    if keeps_pool and not own_pool(ctx):  # its pool is the one the workers now have: the same
+        keeps_pool = False
+        fixable = add_expressions(scheduler.spec, exprs) and fixable
     listed = "; ".join(str(nc) for nc in sorted(classes, key=str))
     if unlabelled:
         listed += f"; {len(unlabelled)} GPU node(s) without driver labels"
     why = f"the one with the most allocatable {resource} ({capacity(nodes)})"
-    excluded = [nc for nc in classes if fits[nc] is Fit.NO]
+    excluded = sorted((nc for nc in classes if fits[nc] is Fit.NO), key=str)
     if cuda is not None and excluded:
         why = f"which runs {cuda}, unlike {'; '.join(map(str, excluded))}; " + why.replace(
             "the one", "of those that do, the one"
