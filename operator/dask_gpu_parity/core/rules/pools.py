@@ -24,29 +24,34 @@ _NOT_A_POOL_PREFIXES = ("topology.kubernetes.io/", "failure-domain.beta.kubernet
 _PREFERRED = ("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
 
 
-def _placement(spec: Mapping[str, Any], *, preferred: bool) -> set[Any]:
+def _placement(
+    spec: Mapping[str, Any], *, preferred: bool
+) -> set[tuple[str, str, tuple[str, ...]]]:
     """The node constraints of a pod, as hashable ``(key, operator, values)`` triples.
 
     nodeSelector entries (as ``In`` of one value), required node affinity and, with
-    ``preferred``, preferred node affinity; driver/CUDA keys and where-not-what keys left out.
+    ``preferred``, preferred node affinity; driver/CUDA keys, where-not-what keys and malformed
+    entries (the schema rule reports those) left out.
     """
-    found: set[Any] = set()
+    found: set[tuple[str, str, tuple[str, ...]]] = set()
     selector = spec.get("nodeSelector")
     for key, value in selector.items() if isinstance(selector, Mapping) else ():
-        found.add((key, "In", (value,)))
+        found.add((str(key), "In", (str(value),)))
     exprs = [e for t in terms(spec) or [] for e in expressions(t)]
     if preferred:
         weighted = get_in(spec, _PREFERRED)
         for item in weighted if isinstance(weighted, list) else []:
             exprs += expressions(item.get("preference") if isinstance(item, Mapping) else None)
     for expr in exprs:
-        if isinstance(expr, Mapping) and isinstance(values := expr.get("values", []), list):
-            found.add((expr.get("key"), expr.get("operator"), tuple(map(str, values))))
+        if not isinstance(expr, Mapping):
+            continue
+        key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values", [])
+        if isinstance(key, str) and isinstance(operator, str) and isinstance(values, list):
+            found.add((key, operator, tuple(map(str, values))))
     return {
         c
         for c in found
-        if isinstance(c[0], str)
-        and not c[0].startswith(_DRIVER_KEYS)
+        if not c[0].startswith(_DRIVER_KEYS)
         and c[0] not in _NOT_A_POOL
         and not c[0].startswith(_NOT_A_POOL_PREFIXES)
     }
