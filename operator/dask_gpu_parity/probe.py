@@ -5,13 +5,17 @@ Dask/RAPIDS image as ``python -I probe.py`` or ``python -I -c "<this source>"``.
 ``CUDA_VISIBLE_DEVICES``, so the decisive checks use the CUDA driver API (docs/probe.md). Checks
 run in order and stop at the first failure, which is one line: what was expected, what was found,
 what to do. One JSON summary goes to stdout and one line to the termination log. Exit 0: the GPU
-is usable; 1: a check failed; 2: the probe itself could not run.
+is usable; 1: a check failed; 2: the probe itself could not run. The exit code says the verdict
+even where stdout, stderr or the termination log cannot be written (a full disk, a FIFO nobody
+reads), and a blank setting counts as unset.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
+import errno
 import importlib
 import importlib.util
 import json
@@ -22,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = ["CHECKS", "ENV_VARS", "CheckFailedError", "main"]  # and the ENV_* names
 
@@ -126,8 +130,6 @@ def _validate(settings: dict[str, str]) -> float:
     memory = settings[ENV_MIN_FREE_MEMORY_MIB].strip()
     if memory and not (memory.isascii() and memory.isdigit()):
         raise _ProbeSettingError(f'{ENV_MIN_FREE_MEMORY_MIB}="{memory}" is not a whole number')
-    if not settings[ENV_TERMINATION_LOG].strip():
-        raise _ProbeSettingError(f"{ENV_TERMINATION_LOG} is empty: name a file")
     return _timeout_s(settings[ENV_TIMEOUT_S])
 
 
@@ -306,9 +308,10 @@ class _Probe:
         return "pass"
 
     def cuda_version(self) -> str:
-        name = ENV_EXPECT_CUDA if self.settings.get(ENV_EXPECT_CUDA) else "CUDA_VERSION"
-        text = self.settings.get(ENV_EXPECT_CUDA) or os.environ.get("CUDA_VERSION", "")
-        if not text.strip():
+        expected = _given(self.settings.get(ENV_EXPECT_CUDA))  # blank: the image's, as unset
+        name = ENV_EXPECT_CUDA if expected else "CUDA_VERSION"
+        text = expected or _given(os.environ.get("CUDA_VERSION"))
+        if not text:
             return "skip"
         self.image_cuda = _version(text, name)
         self.facts["image_cuda_version"] = text.strip()
@@ -418,12 +421,54 @@ def _s(raw: bytes | None) -> str:
     return (raw or b"").decode(errors="replace")
 
 
-def _write_termination_log(path: str, message: str) -> None:
+def _given(value: str | None) -> str:
+    """A setting as given; a blank one (empty or whitespace, as ``value: " "``) counts as unset."""
+    return value if value and value.strip() else ""
+
+
+def _say(line: str, stream: TextIO | None) -> None:
+    """Print one line; a full or closed stream loses it, never the verdict (the exit code)."""
+    if stream is None:  # started with the descriptor closed
+        return
     try:
-        with open(path, "w", encoding="utf-8") as log:
-            log.write(message + "\n")
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        # The interpreter's last flush would fail again and exit 120: let it reach nothing.
+        with contextlib.suppress(OSError, ValueError):
+            fileno = stream.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fileno)
+            os.close(null)
+
+
+def _write_termination_log(path: str, message: str) -> None:
+    """Write the line where kubelet reads it: never blocking, never creating a blank name.
+
+    Opened non-blocking, a FIFO without a reader fails at once (ENXIO) instead of waiting for
+    one forever; it is skipped with a note on stderr.
+    """
+    if not path.strip():
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            _say(
+                f"Note: the termination log {path} is a FIFO without a reader: skipped it; "
+                "the line above is the result",
+                sys.stderr,
+            )
+        return  # not in a pod, or read-only: the logs still hold the line
+    try:
+        data = (message + "\n").encode("utf-8", "backslashreplace")
+        while data:
+            data = data[os.write(fd, data) :]
     except OSError:
-        pass  # not in a pod, or read-only: the logs still hold the line
+        pass  # a full disk, a full pipe: the logs still hold the line
+    finally:
+        os.close(fd)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -439,13 +484,16 @@ def _settings(argv: list[str] | None) -> dict[str, str]:
         flag = "--" + env[len("GPU_PARITY_") :].lower().replace("_", "-")
         parser.add_argument(flag, dest=env, metavar="VALUE", help=f"overrides ${env}")
     args = vars(parser.parse_args(argv))
-    return {env: args[env] or os.environ.get(env) or _DEFAULTS.get(env, "") for env in ENV_VARS}
+    return {
+        env: _given(args[env]) or _given(os.environ.get(env)) or _DEFAULTS.get(env, "")
+        for env in ENV_VARS
+    }
 
 
 def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear run, one summary
     """Run the checks; print one JSON line; return 0 ok, 1 a check failed, 2 probe error."""
     start = time.perf_counter()
-    log_path = os.environ.get(ENV_TERMINATION_LOG) or _DEFAULTS[ENV_TERMINATION_LOG]
+    log_path = _given(os.environ.get(ENV_TERMINATION_LOG)) or _DEFAULTS[ENV_TERMINATION_LOG]
     probe, checks, code = _Probe({}), [], 0
     summary: dict[str, Any] = {"ok": False, "failed_check": None, "reason": None}
     current = ["settings"]
@@ -456,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
             f"Expected the probe to finish in {timeout} s, {current[0]} was still running: the "
             "driver or GPU is not answering; check the node with nvidia-smi and its kernel log"
         )
-        print(reason, file=sys.stderr, flush=True)
+        _say(reason, sys.stderr)
         _write_termination_log(log_path, reason)
         os._exit(1)
 
@@ -498,9 +546,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
             watchdog.cancel()
     summary.update(probe.facts, checks=checks)
     summary["wall_ms"] = round((time.perf_counter() - start) * 1000, 1)
-    print(json.dumps(summary), flush=True)
+    _say(json.dumps(summary), sys.stdout)
     if code:
-        print(message, file=sys.stderr, flush=True)
+        _say(message, sys.stderr)
     _write_termination_log(log_path, message)
     return code
 

@@ -57,8 +57,12 @@ def test_verify_gpu_takes_every_documented_probe_flag(monkeypatch: pytest.Monkey
     )
 
 
-def test_verify_gpu_flags_reach_the_real_probe_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_gpu_flags_reach_the_real_probe_parser(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The flags as passed on parse in the probe's own argparse (no GPU needed for that)."""
+    log = tmp_path / "termination-log"  # never the machine's /dev/termination-log
+    monkeypatch.setenv(probe.ENV_TERMINATION_LOG, str(log))
     parsed: dict[str, Any] = {}
     real = probe._settings
 
@@ -71,6 +75,7 @@ def test_verify_gpu_flags_reach_the_real_probe_parser(monkeypatch: pytest.Monkey
     assert code == 1  # the probe reports even a failure of its own parsing, with its JSON line
     assert parsed[probe.ENV_EXPECT_DRIVER] == "580.159.04"
     assert parsed[probe.ENV_TIMEOUT_S] == "-5"
+    assert log.read_text().strip() == "stop here"
 
 
 def test_verify_gpu_unknown_flag_is_a_usage_error() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dask_gpu_parity.manifests import rewrite, sources
+from dask_gpu_parity.manifests import inplace, sources
 
 from .helpers import EXAMPLES
 from .reports import cli
@@ -249,7 +249,7 @@ def test_in_place_in_a_read_only_folder_overwrites(
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(rewrite.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(inplace.tempfile, "mkstemp", refuse)
     assert cli(["fix", "-i", str(path)])[0] == 0
     assert path.read_text() != TCP
 
@@ -261,7 +261,7 @@ def test_in_place_cannot_write_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     def full(*_args: object, **_kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(rewrite.os, "replace", full)
+    monkeypatch.setattr(inplace.os, "replace", full)
     code, _, err = cli(["fix", "-i", str(path)])
     assert code == 2
     assert f"error: {path}: cannot write it: No space left on device [DGP900]" in err
@@ -281,7 +281,7 @@ def test_a_signal_during_in_place_leaves_no_temporary_file(
         real_fsync(fd)
         os.kill(os.getpid(), signum)  # delivered at once: the handler raises here
 
-    monkeypatch.setattr(rewrite.os, "fsync", killed)
+    monkeypatch.setattr(inplace.os, "fsync", killed)
     before = signal.signal(signum, signal.SIG_DFL)  # as a shell starts us (not under nohup)
     try:
         code, _, err = cli(["fix", "-i", str(path)])
@@ -305,7 +305,7 @@ def test_a_hangup_ignored_by_nohup_stays_ignored(
         real_fsync(fd)
         os.kill(os.getpid(), signal.SIGHUP)  # ignored: the write goes on
 
-    monkeypatch.setattr(rewrite.os, "fsync", hung_up)
+    monkeypatch.setattr(inplace.os, "fsync", hung_up)
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts us
     try:
         code, _, _ = cli(["fix", "-i", str(path)])

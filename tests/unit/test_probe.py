@@ -98,6 +98,7 @@ def run_probe(
     libs: str = "ok",
     form: str = "file",
     args: tuple[str, ...] = (),
+    cwd: Path | None = None,
 ) -> Run:
     log = tmp_path / "termination-log"
     full = {
@@ -116,7 +117,9 @@ def run_probe(
         boot = f"import sys, runpy; sys.path.insert(0, {str(fakes.modules)!r}); "
         boot += f"runpy.run_path({str(PROBE)!r}, run_name='__main__')"
         cmd = [sys.executable, "-I", "-c", boot, *args]
-    done = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        cmd, env=full, capture_output=True, text=True, timeout=60, check=False, cwd=cwd
+    )
     lines = done.stdout.splitlines()
     summary = json.loads(lines[0]) if lines else {}
     assert len(lines) <= 1, done.stdout
@@ -398,6 +401,25 @@ FAILURES = [
         "Expected a driver that supports CUDA 12.8 (CUDA_VERSION=12.8.0), found one that "
         "supports CUDA 12.4: run the scheduler on nodes with the workers' driver, or use an "
         "image built for this driver's CUDA",
+    ),
+    (
+        # A blank expectation is unset (Kubernetes renders `value: ""` so): the image's CUDA
+        # decides, and no driver supports CUDA 99.0.
+        "blank-expected-cuda-falls-back-to-image",
+        {"GPU_PARITY_EXPECT_CUDA": " ", "CUDA_VERSION": "99.0"},
+        "ok",
+        "file",
+        "cuda-version",
+        "Expected a driver that supports CUDA 99.0 (CUDA_VERSION=99.0), found one that supports "
+        "CUDA 13.0: run the scheduler on nodes with the workers' driver",
+    ),
+    (
+        "empty-expected-cuda-falls-back-to-image",
+        {"GPU_PARITY_EXPECT_CUDA": "", "CUDA_VERSION": "99.0"},
+        "ok",
+        "file",
+        "cuda-version",
+        "Expected a driver that supports CUDA 99.0 (CUDA_VERSION=99.0)",
     ),
     (
         "expected-cuda-overrides-image",
@@ -717,3 +739,122 @@ def test_settings_are_checked_first_without_a_gpu(
     assert message in summary["reason"]
     assert err.count("\n") == 1
     assert message in log.read_text()
+
+
+# --- where the result goes: never blocking, never a stray file, the exit code always right ----
+
+
+@pytest.mark.parametrize(
+    ("env", "code"), [({}, 0), ({"CUDA_VISIBLE_DEVICES": "-1"}, 1)], ids=["ok", "check-failed"]
+)
+def test_a_fifo_termination_log_without_a_reader_never_blocks(
+    fakes: Fakes, tmp_path: Path, env: dict[str, str], code: int
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    run = run_probe(fakes, tmp_path, {**env, "GPU_PARITY_TERMINATION_LOG": str(fifo)})
+    assert run.code == code
+    note = f"Note: the termination log {fifo} is a FIFO without a reader: skipped it; the line "
+    assert run.stderr.splitlines()[-1].startswith(note)
+    assert "Traceback" not in run.stderr
+
+
+def test_a_fifo_termination_log_with_a_reader_gets_the_line(fakes: Fakes, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        run = run_probe(fakes, tmp_path, {"GPU_PARITY_TERMINATION_LOG": str(fifo)})
+        line = os.read(reader, 4096).decode()
+    finally:
+        os.close(reader)
+    assert run.code == 0
+    assert run.stderr == ""
+    assert line.startswith(f"GPU ok: Fake H200 {UUID}")
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "  \n"], ids=["space", "tab", "newline"])
+def test_a_blank_termination_log_setting_counts_as_unset(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    blank: str,
+) -> None:
+    """Unset means the default path; no file named by whitespace is ever created."""
+
+    def no_library(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    default = tmp_path / "default-log"
+    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
+    monkeypatch.setitem(probe._DEFAULTS, probe.ENV_TERMINATION_LOG, str(default))
+    monkeypatch.setenv(probe.ENV_TERMINATION_LOG, blank)
+    monkeypatch.chdir(tmp_path)
+    assert probe.main([]) == 1
+    _, err = capsys.readouterr()
+    assert default.read_text() == err
+    assert sorted(os.listdir(tmp_path)) == ["default-log"]
+    assert probe.main(["--termination-log", blank]) == 1
+    assert sorted(os.listdir(tmp_path)) == ["default-log"]
+
+
+def test_a_blank_termination_log_flag_falls_back_to_the_env(fakes: Fakes, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    run = run_probe(fakes, tmp_path, args=("--termination-log", " "), cwd=work)
+    assert run.code == 0
+    assert run.termination.startswith("GPU ok: ")
+    assert os.listdir(work) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GPU_PARITY_EXPECT_DRIVER",
+        "GPU_PARITY_MIN_COMPUTE_CAPABILITY",
+        "GPU_PARITY_MIN_FREE_MEMORY_MIB",
+        "GPU_PARITY_TIMEOUT_S",
+    ],
+)
+def test_every_blank_setting_counts_as_unset(fakes: Fakes, tmp_path: Path, name: str) -> None:
+    run = run_probe(fakes, tmp_path, {name: " "})
+    assert run.code == 0, run.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize(
+    ("env", "code"),
+    [
+        ({}, 0),
+        ({"CUDA_VISIBLE_DEVICES": "-1"}, 1),
+        ({"GPU_PARITY_TIMEOUT_S": "soon"}, 2),
+    ],
+    ids=["ok", "check-failed", "probe-error"],
+)
+@pytest.mark.parametrize("full", ["stdout", "stdout-and-stderr"])
+def test_a_full_stdout_still_exits_with_the_verdict(
+    fakes: Fakes, tmp_path: Path, env: dict[str, str], code: int, full: str
+) -> None:
+    log = tmp_path / "log"
+    environ = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LD_LIBRARY_PATH": str(fakes.libs["ok"]),
+        "CUDA_VERSION": "13.0.1",
+        "GPU_PARITY_TERMINATION_LOG": str(log),
+        **env,
+    }
+    with open("/dev/full", "w") as dev_full, open(tmp_path / "stderr", "w+") as stderr:
+        done = subprocess.run(
+            [sys.executable, "-I", str(PROBE)],
+            env=environ,
+            stdout=dev_full,
+            stderr=dev_full if full == "stdout-and-stderr" else stderr,
+            timeout=60,
+            check=False,
+        )
+        stderr.seek(0)
+        errors = stderr.read()
+    assert done.returncode == code, errors
+    assert "Traceback" not in errors
+    assert "Exception ignored" not in errors
+    assert log.read_text().startswith(("GPU ok", "Expected", "gpu-parity-check could not run"))

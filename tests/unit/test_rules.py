@@ -343,7 +343,9 @@ def test_dgp010_number_quantities_become_strings(
 
 
 def test_dgp010_cpu_only_quantities_are_reported_not_fixed() -> None:
-    doc = cluster(worker_resources={"limits": {"cpu": 1}})
+    doc = cluster(
+        worker_resources={"limits": {"cpu": 1}}, worker_container={"args": ["dask-worker"]}
+    )
     result = evaluate(doc, NO_VERIFY)
     assert [(f.code, f.fixable) for f in result.findings] == [("DGP011", False)]
     assert result.patched == doc

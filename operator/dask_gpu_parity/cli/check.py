@@ -44,7 +44,7 @@ def check(args: argparse.Namespace) -> tuple[str, int]:
         for c in checked
         for finding in c.result.findings
     ]
-    items += [_file_finding(e, args.stdin_filename) for e in inputs.errors]
+    items += [_file_finding(e, args.stdin_filename) for e in [*inputs.errors, *inputs.notices]]
     counts = summary(items, len(checked), len(documents), len(inputs.parsed) + len(inputs.errors))
     labels = [
         (c.document.source.display, resource_label(c.dask.kind, c.dask.namespace, c.dask.name))

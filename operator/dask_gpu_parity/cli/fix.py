@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, TextIO
 
 from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.manifests import STDIN, FileError, InputError, render_fixed, write_in_place
+from dask_gpu_parity.manifests.inplace import escaping_link
 from dask_gpu_parity.manifests.report import printable
 
 from .inputs import evaluate_all, load_inputs, load_inventory, load_policy
@@ -38,6 +40,7 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     texts: list[str] = []
     changed = unchanged = 0
+    folders = [p for p in args.paths if p != STDIN and os.path.isdir(p)]
     for source, _ in inputs.parsed:
         try:
             text = render_fixed(source, by_source.get(id(source), {}))
@@ -46,7 +49,8 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             elif text == source.text:
                 unchanged += 1
             else:
-                how = write_in_place(source.name, text)
+                _refuse_escaping_link(source.name, args.paths, folders)
+                how = write_in_place(source.name, text, bom=source.bom)
                 changed += 1
                 err.write(printable(f"fixed {source.display}") + _how(how) + "\n")
         except FileError as exc:
@@ -65,6 +69,19 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if remaining:
         err.write(f"{remaining} error(s) need a change by hand: run dask-gpu-parity check\n")
     return EXIT_USAGE if errors else EXIT_OK
+
+
+def _refuse_escaping_link(name: str, named: list[str], folders: list[str]) -> None:
+    """A FileError for a symlink met in a folder walk that leads out of the folder."""
+    is_named = os.path.normpath(name) in {os.path.normpath(n) for n in named}
+    escape = None if is_named else escaping_link(name, folders)
+    if escape is not None:
+        target, folder = escape
+        raise FileError(
+            name,
+            f"a symbolic link to {target}, outside {folder}: not written; name the link or its "
+            "target to fix it",
+        )
 
 
 def _how(how: str) -> str:

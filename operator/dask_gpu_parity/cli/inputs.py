@@ -23,6 +23,7 @@ from dask_gpu_parity.manifests import (
     parse,
     read_source,
 )
+from dask_gpu_parity.manifests.discover import NOTICES, skipped
 
 __all__ = ["Checked", "Inputs", "evaluate_all", "load_inputs", "load_inventory", "load_policy"]
 
@@ -38,10 +39,15 @@ class Checked:
 
 @dataclass
 class Inputs:
-    """The inputs that could be read (with their documents) and those that could not."""
+    """The inputs that could be read (with their documents), those that could not, notices.
+
+    ``notices`` are about the walk, not failures: a file found in a folder that is no manifest
+    (skipped), a kustomization read in part.
+    """
 
     parsed: list[tuple[Source, list[Document]]] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    notices: list[FileError] = field(default_factory=list)
 
     @property
     def documents(self) -> list[Document]:
@@ -60,30 +66,35 @@ def selection(args: argparse.Namespace) -> Selection:
     )
 
 
-def _sources(args: argparse.Namespace) -> Iterator[Source | FileError]:
+def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Source | FileError]]:
     if args.paths.count(STDIN) > 1:
         raise InputError("- (stdin) can be read only once: name it once")
     for name in discover(args.paths, selection(args)):
         if isinstance(name, FileError):
-            yield name
+            yield name.file, name
             continue
         try:
-            yield read_source(name, label=args.stdin_filename if name == STDIN else "")
+            label = args.stdin_filename if name == STDIN else ""
+            yield (
+                name,
+                read_source(name, label=label, regular_only=getattr(args, "in_place", False)),
+            )
         except FileError as exc:
-            yield exc
+            yield name, exc
 
 
 def load_inputs(args: argparse.Namespace) -> Inputs:
     """Every input of the command line, read and parsed; a FileError per one that failed."""
     inputs = Inputs()
-    for source in _sources(args):
+    for name, source in _sources(args):
         if isinstance(source, FileError):
-            inputs.errors.append(source)
+            (inputs.notices if source.code in NOTICES else inputs.errors).append(source)
             continue
         try:
             inputs.parsed.append((source, parse(source)))
         except FileError as exc:
-            inputs.errors.append(exc)
+            notice = skipped(name, source, exc)
+            inputs.notices.append(notice) if notice else inputs.errors.append(exc)
     return inputs
 
 
@@ -145,7 +156,7 @@ def evaluate_all(
     """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
     dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
     clusters = {
-        (dask.namespace, dask.name): doc.data
+        (dask.namespace_or(), dask.name): doc.data
         for doc, dask in dask_documents
         if dask.kind == "DaskCluster"
     }
@@ -154,7 +165,7 @@ def evaluate_all(
         cluster = None
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
-            cluster = clusters.get((dask.namespace, name)) if isinstance(name, str) else None
+            cluster = clusters.get((dask.namespace_or(), name)) if isinstance(name, str) else None
         result = evaluate(doc.data, policy, inventory, cluster=cluster)
         checked.append(Checked(doc, dask, result))
     return checked

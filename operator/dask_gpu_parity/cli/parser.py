@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 from dask_gpu_parity import __version__, probe
@@ -110,6 +112,21 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see --help)")
 
 
+def _member(enum: type[StrEnum]) -> Callable[[str], Any]:
+    """An argparse ``type``: the enum's member, which the Policy holds and the rules compare.
+
+    An unknown word is handed on as it is, for ``choices`` to name the valid ones.
+    """
+
+    def convert(text: str) -> Any:
+        try:
+            return enum(text)
+        except ValueError:
+            return text
+
+    return convert
+
+
 def _command(commands: Any, name: str, summary: str, epilog: str) -> argparse.ArgumentParser:
     sub: argparse.ArgumentParser = commands.add_parser(
         name,
@@ -133,6 +150,7 @@ def _inputs(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--extended-resource-toleration",
+        type=_member(ExtendedResourceToleration),
         choices=[e.value for e in ExtendedResourceToleration],
         help="whether the cluster's ExtendedResourceToleration admission plugin is on "
         "(default: the policy's, else auto: on for GKE, AKS and EKS nodes)",

@@ -18,6 +18,7 @@ from .plain import copy_json, get_in
 from .policy import Policy
 from .resources import opted_out, view
 from .rules import Context, cluster_parity
+from .rules.pods import cuda_workers_without_gpu, refused_pods
 from .rules.schema import schema_findings
 from .rules.worker_group import worker_group
 from .view import cluster_view
@@ -73,11 +74,14 @@ def evaluate(
     if dask is None or opted_out(resource):
         return Result(resource, resource)
     worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()))
+    refused = refused_pods(resource, dask)  # the CRD schema admits these; the Pod API does not
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
         found = schema_findings(resource, dask.kind, fix=False) if schema else []
+        found += refused + cuda_workers_without_gpu(resource, dask, policy)
         return Result(resource, resource, tuple(found))
     patched: dict[str, Any] = copy_json(resource)
     findings = schema_findings(patched, dask.kind, fix=True) if schema else []
+    findings += refused
     if dask.scheduler_path is not None:
         resolved = cluster_view(patched, dask)
         if resolved is not None:  # else malformed: the schema rule has said what is wrong

@@ -120,6 +120,20 @@ RULES: dict[str, Rule] = {
             False,
         ),
         Rule(
+            "DGP024",
+            "refused-gpu-request",
+            "GPU request is refused by the API server",
+            Severity.ERROR,
+            False,
+        ),
+        Rule(
+            "DGP025",
+            "cuda-worker-without-gpu",
+            "dask-cuda workers request no GPU",
+            Severity.ERROR,
+            False,
+        ),
+        Rule(
             "DGP026",
             "gpu-capacity",
             "Not enough GPUs for the workers",
@@ -129,6 +143,8 @@ RULES: dict[str, Rule] = {
         # Input files, not resources (the CLI): the other files are still checked.
         Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
         Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),
+        Rule("DGP902", "skipped-file", "File in a folder is no manifest", Severity.INFO, False),
+        Rule("DGP903", "partial-kustomization", "Kustomization read in part", Severity.INFO, False),
     )
 }
 

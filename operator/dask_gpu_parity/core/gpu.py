@@ -16,12 +16,17 @@ from . import quantity
 __all__ = [
     "GpuRequest",
     "Protocol",
+    "RefusedGpu",
+    "admitted_gpus",
     "containers",
     "env_value",
     "gpu_requests",
     "is_gpu_resource",
     "primary_container",
     "protocol",
+    "refused_gpus",
+    "runs_cuda_worker",
+    "scheduler_container",
 ]
 
 _MIG = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb")
@@ -74,6 +79,110 @@ def gpu_requests(pod_spec: Any) -> list[GpuRequest]:
                 if gpu and (quantity.parse(amount) or 0) > 0:  # parsed for GPUs only
                     found.append(GpuRequest(name, amount, index, section))
     return found
+
+
+@dataclass(frozen=True)
+class RefusedGpu:
+    """A GPU quantity of one container that the API server refuses, and its words for why."""
+
+    resource: str
+    section: str  # where the refused value is: "limits" or "requests"
+    quantity: Any
+    reason: str
+
+
+def refused_gpus(container: Mapping[str, Any]) -> list[RefusedGpu]:
+    """The container's GPU requests that the API server refuses, one per resource.
+
+    Extended resources such as ``nvidia.com/gpu`` are integers and cannot be overcommitted, so
+    (k8s ``pkg/apis/core/validation``: ``ValidateResourceQuantityValue``,
+    ``validateResourceRequirements``): a quantity must be whole (``must be an integer``); a
+    request needs a limit (``Limit must be set for non overcommitable resources``); with both,
+    they must be equal (``must be equal to <resource> limit``). A limit alone is fine: the
+    request defaults to it. Values that are no quantity at all are the schema rule's business.
+    """
+    limits, requests = _section(container, "limits"), _section(container, "requests")
+    refused = []
+    for name in dict.fromkeys([*limits, *requests]):
+        if not (isinstance(name, str) and is_gpu_resource(name)):
+            continue
+        limit, request = quantity.parse(limits.get(name)), quantity.parse(requests.get(name))
+        if (name in limits and limit is None) or (name in requests and request is None):
+            continue  # not a quantity: DGP011
+        for section, number in (("limits", limit), ("requests", request)):
+            if number is not None and number != number.to_integral_value():
+                values = limits if section == "limits" else requests
+                refused.append(RefusedGpu(name, section, values[name], "must be an integer"))
+                break
+        else:
+            if request is not None and limit is None:
+                reason = "Limit must be set for non overcommitable resources"
+                refused.append(RefusedGpu(name, "requests", requests[name], reason))
+            elif request is not None and limit is not None and request != limit:
+                reason = f"must be equal to {name} limit of {limits[name]}"
+                refused.append(RefusedGpu(name, "requests", requests[name], reason))
+    return refused
+
+
+def admitted_gpus(container: Mapping[str, Any], index: int) -> list[GpuRequest]:
+    """The GPUs the container really gets: positive limits that the API server admits."""
+    refused = {r.resource for r in refused_gpus(container)}
+    return [
+        GpuRequest(name, amount, index, "limits")
+        for name, amount in _section(container, "limits").items()
+        if isinstance(name, str) and is_gpu_resource(name) and name not in refused
+        if (quantity.parse(amount) or 0) > 0
+    ]
+
+
+def _section(container: Mapping[str, Any], section: str) -> Mapping[Any, Any]:
+    resources = container.get("resources")
+    values = resources.get(section) if isinstance(resources, Mapping) else None
+    return values if isinstance(values, Mapping) else {}
+
+
+def _words(container: Mapping[str, Any]) -> list[str]:
+    """The container's command and args as words, shell strings split, paths to base names."""
+    words: list[str] = []
+    for key in ("command", "args"):
+        value = container.get(key)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    words += [w.rsplit("/", 1)[-1] for w in _SPLIT.split(item) if w]
+    return words
+
+
+_SPLIT = re.compile(r"[\s;&|()'\"`]+")
+
+
+def _runs(container: Mapping[str, Any], *program: str) -> bool:
+    """Whether the command line runs ``dask-a-b`` or ``dask a b`` (``program`` = a, b)."""
+    words = _words(container)
+    dashed = "-".join(("dask", *program))
+    n = len(program) + 1
+    return dashed in words or any(
+        words[i : i + n] == ["dask", *program] for i in range(len(words) - n + 1)
+    )
+
+
+def runs_cuda_worker(container: Mapping[str, Any]) -> bool:
+    """Whether the container runs ``dask-cuda-worker`` or ``dask cuda worker`` (dask-cuda)."""
+    return _runs(container, "cuda", "worker")
+
+
+def scheduler_container(pod_spec: Any) -> tuple[int, Mapping[str, Any]] | None:
+    """The scheduler's container of a scheduler pod spec.
+
+    The one that runs ``dask-scheduler`` or ``dask scheduler``, else the one named
+    ``scheduler``, else the first (the dask operator's ``KubeCluster`` reads ``containers[0]``).
+    """
+    found = list(containers(pod_spec))
+    for test in (lambda c: _runs(c, "scheduler"), lambda c: c.get("name") == "scheduler"):
+        for index, container in found:
+            if test(container):
+                return index, container
+    return found[0] if found else None
 
 
 def primary_container(pod_spec: Any) -> tuple[int, Mapping[str, Any]] | None:

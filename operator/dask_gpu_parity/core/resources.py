@@ -14,7 +14,9 @@ from dask_gpu_parity.names import DASK_GROUP, SKIP_ANNOTATION
 
 from .plain import Path, get_in
 
-__all__ = ["DASK_KINDS", "DaskResource", "opted_out", "view"]
+__all__ = ["DASK_KINDS", "DEFAULT_NAMESPACE", "DaskResource", "opted_out", "view"]
+
+DEFAULT_NAMESPACE = "default"  # where kubectl puts a file's object that names no namespace
 
 _SCHEDULER: dict[str, Path | None] = {
     "DaskCluster": ("spec", "scheduler", "spec"),
@@ -39,6 +41,14 @@ class DaskResource:
     scheduler_path: Path | None
     worker_path: Path | None
     job_runner_path: Path | None
+
+    def namespace_or(self, default: str = DEFAULT_NAMESPACE) -> str:
+        """The namespace the resource lands in: its own, else ``default`` (kubectl's context).
+
+        ``namespace`` stays as written, for reports; compare resources by this one, so a group
+        without a namespace meets its cluster written with ``namespace: default``.
+        """
+        return self.namespace or default
 
 
 def view(document: Any) -> DaskResource | None:

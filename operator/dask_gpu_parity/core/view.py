@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cuda import CudaNeed, need
-from .gpu import GpuRequest, Protocol, containers, gpu_requests, primary_container, protocol
+from .gpu import (
+    GpuRequest,
+    Protocol,
+    admitted_gpus,
+    gpu_requests,
+    primary_container,
+    protocol,
+    scheduler_container,
+)
 from .patch import pointer
 from .plain import get_in
 from .resources import DaskResource
@@ -37,8 +45,12 @@ class PodView:
         return f"{self.ptr}/containers/{self.index}"
 
     def gpu_requests(self) -> list[GpuRequest]:
-        """The pod's GPU requests as they are now (rules may have added some)."""
-        return gpu_requests(self.spec)
+        """The working container's GPUs as they are now (rules may have added some).
+
+        Only what the API server admits counts, and only on this container: a sidecar's GPU is
+        not the scheduler's, and a fractional or request-only GPU gets no Pod at all.
+        """
+        return admitted_gpus(self.container, self.index)
 
 
 @dataclass(frozen=True)
@@ -105,12 +117,8 @@ def _pod(patched: dict[str, Any], path: tuple[Any, ...], index_of: Any) -> PodVi
 
 
 def _scheduler_index(spec: Mapping[str, Any]) -> int | None:
-    """The container named ``scheduler``, else the first."""
-    found = list(containers(spec))
-    for index, container in found:
-        if container.get("name") == "scheduler":
-            return index
-    return found[0][0] if found else None
+    found = scheduler_container(spec)
+    return found[0] if found else None
 
 
 def _primary_index(spec: Mapping[str, Any]) -> int | None:

@@ -1,28 +1,20 @@
 """Writing fixes: the engine's JSON Patch replayed onto the documents that changed.
 
-Only changed documents are re-serialised (ruamel.yaml round trip), so comments, key order,
-line endings and every other document stay byte for byte. Files are replaced as careful
-formatters replace them (the README's "fix --in-place" section compares ruff and prettier):
-through symlinks, keeping mode, owner and hard links, atomically where the folder allows, and
-never leaving a temporary file behind on an error or a signal that can be caught.
+Only changed documents are re-serialised (ruamel.yaml round trip, ``roundtrip``), so comments,
+key order, line endings, every value the patch does not set and every other document stay byte
+for byte; an edit through a YAML alias lands in its own place only. ``inplace`` writes the
+result back into the file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
 import json
-import os
 import re
-import signal
-import tempfile
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError as RoundTripError
 from ruamel.yaml.scalarstring import LiteralScalarString
@@ -30,6 +22,8 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from dask_gpu_parity.core.patch import Operation, apply_in_place
 
 from .documents import Loader
+from .inplace import Signalled, signals_raise, write_in_place
+from .roundtrip import keep_anchors, round_trip, unshare
 from .sources import BREAK, BREAKS, INVALID, FileError, Source
 
 __all__ = ["Signalled", "render_fixed", "signals_raise", "write_in_place"]
@@ -55,9 +49,13 @@ def render_fixed(source: Source, patches: dict[int, list[tuple[str, list[Operati
     """
     if not any(ops for items in patches.values() for _, ops in items):
         return source.text
+    for items in patches.values():
+        for prefix, ops in items:
+            for op in ops:
+                _refuse_non_json(source, prefix + op["path"], op.get("value"))
     try:
         text = _render_json(source, patches) if source.is_json else _render_yaml(source, patches)
-    except (RoundTripError, yaml.YAMLError, ValueError, RecursionError) as exc:
+    except (RoundTripError, yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise FileError(source.display, f"cannot rewrite it: {problem}", code=INVALID) from exc
     crlf = source.text.count("\r\n")
@@ -104,7 +102,7 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     while head < len(lines) and _HEADER.match(lines[head].rstrip("\n")):
         head += 1
     preamble, body = "".join(lines[:head]), "".join(lines[head:])
-    rt = YAML(typ="rt")
+    rt = round_trip()
     rt.preserve_quotes = True
     rt.width = 4096
     rt.brace_single_entry_mapping_in_flow_sequence = True  # [{a: b}], not the terse [a: b]
@@ -117,11 +115,45 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     except Exception as exc:  # ruamel.yaml itself failing on odd input (the int-like key ``-_``)
         problem = f"the round-trip YAML reader failed on it ({type(exc).__name__}: {exc})"
         raise RoundTripError(problem) from exc
+    keep_anchors(data)
     for prefix, ops in items:
-        apply_in_place(data, _prefixed(prefix, [_literal(op) for op in ops]))
+        prefixed = _prefixed(prefix, [_literal(op) for op in ops])
+        unshare(data, prefixed)
+        apply_in_place(data, prefixed)
     stream = io.StringIO()
     rt.dump(data, stream)
     return preamble + stream.getvalue()
+
+
+def _refuse_non_json(source: Source, path: str, value: Any) -> None:
+    """A FileError if ``value`` holds what no JSON, so no Kubernetes object, can hold.
+
+    YAML reads ``{{ .Values.image }}``, an unrendered Helm value, as a mapping whose key is a
+    mapping; a rule copying it would write it into another place.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            bad = [k for k in item if not isinstance(k, str | int | float | bool | None)]
+            if bad:
+                kind = "a mapping" if isinstance(bad[0], frozenset | dict) else "a sequence"
+                _unfixable(source, f"{path} would get {kind} as a key")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif not isinstance(item, str | int | float | bool | None):
+            _unfixable(source, f"{path} would get a value of type {type(item).__name__}")
+
+
+def _unfixable(source: Source, what: str) -> None:
+    hint = (
+        " (an unrendered template such as {{ .Values.image }}?): render or correct the manifest"
+        if "{{" in source.text
+        else ": correct the manifest"
+    )
+    message = f"cannot rewrite it: {what}, which no Kubernetes object has{hint}, then fix it"
+    raise FileError(source.display, message, code=INVALID)
 
 
 def _prefixed(prefix: str, ops: list[Operation]) -> list[Operation]:
@@ -207,89 +239,3 @@ def _indentation(text: str) -> tuple[int, int, int]:
                 mapping = step
                 break
     return mapping, max(sequence, offset + 2), max(offset, 0)
-
-
-class Signalled(BaseException):  # a signal, like KeyboardInterrupt
-    """A catchable termination signal (SIGTERM, SIGHUP) raised where the program was."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def signals_raise() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into :class:`Signalled` while the block runs (main thread only).
-
-    A signal already ignored (as ``nohup`` ignores SIGHUP) is left ignored.
-
-    So the ``except BaseException`` of :func:`write_in_place` removes its temporary file on them
-    as on Ctrl-C. SIGKILL cannot be caught: the temporary file's name starts with the target's
-    and ends in ``.dgp-tmp`` so that it can be found.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise Signalled(signum)
-
-    wanted = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
-    # A signal ignored by whoever started us (``nohup`` ignores SIGHUP) stays ignored.
-    wanted = [sig for sig in wanted if signal.getsignal(sig) is not signal.SIG_IGN]
-    previous = {sig: signal.signal(sig, handler) for sig in wanted}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def write_in_place(path: str, text: str) -> str:
-    """Replace a file's content; return how (``replaced`` or ``overwritten``).
-
-    A symlink is followed: its target changes, the link stays. The new content goes to a
-    temporary file beside the target, which gets the target's mode and owner and is renamed over
-    it (atomic: a crash leaves the old file or the new one). Where that would change the file
-    beyond its content, the file is overwritten in place, as ruff format and prettier always do:
-    a file with several hard links (a rename would split them), an owner that cannot be given to
-    a new file, a folder that cannot be written.
-    """
-    target = os.path.realpath(path)
-    info = os.stat(target)
-    data = text.encode("utf-8")
-    if info.st_nlink > 1:
-        _overwrite(target, data)
-        return "overwritten"
-    try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{os.path.basename(target)}.", suffix=".dgp-tmp", dir=os.path.dirname(target)
-        )
-    except PermissionError:
-        _overwrite(target, data)
-        return "overwritten"
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, info.st_mode & 0o7777)
-        if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
-            try:
-                os.chown(tmp, info.st_uid, info.st_gid)
-            except PermissionError:
-                os.unlink(tmp)
-                _overwrite(target, data)
-                return "overwritten"
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return "replaced"
-
-
-def _overwrite(target: str, data: bytes) -> None:
-    with open(target, "r+b") as handle:
-        handle.write(data)
-        handle.truncate()

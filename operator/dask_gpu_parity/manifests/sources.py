@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import io
 import itertools
+import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -60,12 +62,14 @@ class FileError(InputError):
 class Source:
     """One input: a file (``name`` is its path) or stdin (``name`` is ``-``).
 
-    ``label`` is the name stdin is reported under (``--stdin-filename``).
+    ``label`` is the name stdin is reported under (``--stdin-filename``); ``bom``: whether the
+    bytes began with a UTF-8 byte order mark (not part of ``text``; ``fix`` writes it back).
     """
 
     name: str
     text: str
     label: str = ""
+    bom: bool = False
 
     @functools.cached_property
     def line_starts(self) -> list[int]:
@@ -101,8 +105,13 @@ class Source:
         return self.display.lower().endswith(".json")
 
 
-def read_source(name: str, *, label: str = "", stdin: BinaryIO | None = None) -> Source:
+def read_source(
+    name: str, *, label: str = "", stdin: BinaryIO | None = None, regular_only: bool = False
+) -> Source:
     """Read one file, or stdin for ``-``, at most :data:`MAX_BYTES` of it.
+
+    With ``regular_only`` (what ``fix --in-place`` can rewrite), a FIFO, a device or a socket
+    is refused before a byte is read: reading a FIFO would wait for a writer.
 
     Raises:
         FileError: the input cannot be read, is too large, binary or not UTF-8.
@@ -112,11 +121,38 @@ def read_source(name: str, *, label: str = "", stdin: BinaryIO | None = None) ->
         if name == "-":
             raw = _bounded(stdin or sys.stdin.buffer, shown)
         else:
-            with open(name, "rb") as handle:
+            with _open(name, shown, regular_only) as handle:
                 raw = _bounded(handle, shown)
     except OSError as exc:
         raise FileError(shown, f"cannot read: {exc.strerror or exc}") from exc
-    return Source(name, _decode(raw, shown), label)
+    return Source(name, _decode(raw, shown), label, raw.startswith(_BOM))
+
+
+_BOM = b"\xef\xbb\xbf"
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _open(name: str, shown: str, regular_only: bool) -> BinaryIO:
+    if not regular_only:
+        return open(name, "rb")
+    # O_NONBLOCK: opening a FIFO does not wait for a writer (regular files ignore it).
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((k for test, k in _KINDS if test(mode)), "a special file")
+        raise FileError(
+            shown,
+            f"{kind}, not a regular file: fix --in-place rewrites regular files only; "
+            "fix it to stdout instead",
+        )
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def _bounded(handle: BinaryIO | io.BufferedIOBase, shown: str) -> bytes:

@@ -7,8 +7,10 @@ while creates go on, and is started again. Expected outcome:
 
 - ``failurePolicy: Fail``: every create either returns a mutated cluster (scheduler with
   ``nvidia.com/gpu`` and the ``gpu-parity-check`` init container) or fails with the API
-  server's message naming our webhook and why it could not be called (connection refused;
-  EOF or reset for a request in flight at the kill). Afterwards the namespace holds exactly the
+  server's message naming our webhook and saying it could not be called. The Go network error
+  after that (connection refused, EOF, reset, broken pipe, ...) depends on where the kill met the
+  request and is only reported, never asserted: the promise is the refusal, not its words.
+  Afterwards the namespace holds exactly the
   clusters whose create succeeded, every one mutated: none admitted unmutated.
 - ``failurePolicy: Ignore``: creates during the outage are admitted unmutated (a create may
   also be denied by our validating webhook if the operator is back by then, with its DGP
@@ -39,7 +41,6 @@ UNREACHABLE = re.compile(
     rf'failed calling webhook "{re.escape(MUTATE)}": failed to call webhook: Post '
     r'"https://127\.0\.0\.1:\d+/mutate-daskcluster\?timeout=\d+s": (?P<why>.+)$'
 )
-WHY = ("connect: connection refused", "EOF", "connection reset by peer")
 
 
 @dataclass
@@ -71,10 +72,11 @@ def _stored(api, namespace: str) -> dict[str, dict]:
 
 
 def _why(message: str) -> str | None:
+    """The Go error after the API server's "failed to call webhook", or None for another refusal."""
     found = UNREACHABLE.search(message)
     if found is None:
         return None
-    return next((why for why in WHY if found["why"].endswith(why)), None)
+    return found["why"].rsplit(": ", 1)[-1]  # "connection refused", "EOF", "broken pipe", ...
 
 
 @pytest.fixture

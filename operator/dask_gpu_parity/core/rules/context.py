@@ -42,10 +42,10 @@ class Context:
         Kubernetes leaves it off).
         """
         setting = self.policy.extended_resource_toleration
-        if setting is ExtendedResourceToleration.AUTO:
+        if setting == ExtendedResourceToleration.AUTO:  # == : a str value compares equal too
             provider = self.inventory.provider if self.inventory is not None else None
             return provider is not None and provider.extended_resource_toleration
-        return setting is ExtendedResourceToleration.ENABLED
+        return setting == ExtendedResourceToleration.ENABLED
 
     @property
     def ucx(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dask_gpu_parity.core.findings import Finding, Severity
+from dask_gpu_parity.core.gpu import admitted_gpus, containers, refused_gpus
 
 from .context import Context
 
@@ -12,8 +13,14 @@ __all__ = ["scheduler_gpu"]
 
 
 def scheduler_gpu(ctx: Context) -> list[Finding]:
-    """The scheduler gets the workers' GPU resource (or the policy's), or is reported."""
+    """The scheduler gets the workers' GPU resource (or the policy's), or is reported.
+
+    Only the scheduler's own container counts (a sidecar's GPU is not the scheduler's), and only
+    a GPU the API server admits; a refused one is DGP024's, and overwriting it is left to a hand.
+    """
     scheduler = ctx.view.scheduler
+    if refused_gpus(scheduler.container):
+        return []
     scheduler_gpus = scheduler.gpu_requests()
     resources_ptr = f"{scheduler.container_ptr}/resources"
     if scheduler_gpus:
@@ -44,12 +51,27 @@ def scheduler_gpu(ctx: Context) -> list[Finding]:
         Finding.of(
             "DGP001",
             resources_ptr,
-            f"Scheduler requests no GPU while the workers request {worker_gpus[0].resource}: "
-            f'{why} and fails without CUDA; give it {ctx.gpu_resource}: "{count}"',
+            f"Scheduler requests no GPU{_elsewhere(ctx)} while the workers request "
+            f"{worker_gpus[0].resource}: {why} and fails without CUDA; give it "
+            f'{ctx.gpu_resource}: "{count}"',
             severity=Severity.ERROR if ctx.ucx else ctx.policy.tcp_severity,
             fixable=fixable,
         )
     ]
+
+
+def _elsewhere(ctx: Context) -> str:
+    """Which other containers of the scheduler pod hold a GPU that is not the scheduler's."""
+    scheduler = ctx.view.scheduler
+    others = [
+        repr(container.get("name", index))
+        for index, container in containers(scheduler.spec)
+        if index != scheduler.index and admitted_gpus(container, index)
+    ]
+    if not others:
+        return ""
+    name = scheduler.container.get("name", scheduler.index)
+    return f" in its container {name!r} (the GPU of {', '.join(others)} is not the scheduler's)"
 
 
 def _set_resources(container: dict[str, Any], sections: list[str], name: str, value: str) -> bool:

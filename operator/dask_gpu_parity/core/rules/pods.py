@@ -1,0 +1,105 @@
+"""DGP017, DGP024, DGP025: pod specs the API server refuses, and GPU workers that ask for no GPU.
+
+The Dask CRDs embed a pod schema and check nothing the Pod API checks beyond it, so a DaskCluster
+can be admitted whose scheduler Deployment or worker Pods the dask operator then cannot create.
+These rules read every Dask document, GPU or not, and never change it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dask_gpu_parity.core.findings import Finding, Severity
+from dask_gpu_parity.core.gpu import (
+    admitted_gpus,
+    containers,
+    protocol,
+    refused_gpus,
+    runs_cuda_worker,
+    scheduler_container,
+)
+from dask_gpu_parity.core.patch import pointer
+from dask_gpu_parity.core.plain import Path, get_in
+from dask_gpu_parity.core.policy import Policy
+from dask_gpu_parity.core.resources import DaskResource
+
+__all__ = ["cuda_workers_without_gpu", "refused_pods"]
+
+
+def _pod_specs(resource: Mapping[str, Any], dask: DaskResource) -> list[tuple[str, Path, Any]]:
+    roles = (
+        ("scheduler", dask.scheduler_path),
+        ("worker", dask.worker_path),
+        ("job runner", dask.job_runner_path),
+    )
+    return [(role, path, get_in(resource, path)) for role, path in roles if path is not None]
+
+
+def refused_pods(resource: Mapping[str, Any], dask: DaskResource) -> list[Finding]:
+    """Pod specs with no containers (DGP017) and GPU quantities the API server refuses (DGP024)."""
+    findings = []
+    for role, path, spec in _pod_specs(resource, dask):
+        if isinstance(spec, Mapping) and spec.get("containers") == []:
+            findings.append(
+                Finding.of(
+                    "DGP017",
+                    pointer(*path, "containers"),
+                    f"The {role} pod spec has no containers: the API server refuses the "
+                    f"{_made_of(role)} the dask operator makes of it (containers: Required value); "
+                    f"add the {role} container",
+                )
+            )
+        for key in ("initContainers", "containers"):
+            for index, container in containers(spec, key):
+                for refused in refused_gpus(container):
+                    at = pointer(*path, key, index, "resources", refused.section, refused.resource)
+                    findings.append(
+                        Finding.of(
+                            "DGP024",
+                            at,
+                            f"{refused.section}[{refused.resource}] {refused.quantity!r} "
+                            f"{refused.reason}: GPUs are whole and cannot be overcommitted, so the "
+                            f"API server refuses the {_made_of(role)}; request whole GPUs in "
+                            f'limits only (e.g. {refused.resource}: "1"), the request defaults to '
+                            "the limit",
+                        )
+                    )
+    return findings
+
+
+def cuda_workers_without_gpu(
+    resource: Mapping[str, Any], dask: DaskResource, policy: Policy
+) -> list[Finding]:
+    """DGP025 for worker containers that run dask-cuda and request no GPU.
+
+    Called for resources whose workers request no GPU: they are GPU workers all the same, getting
+    their GPUs from a node's default NVIDIA runtime, which kube-scheduler neither counts nor
+    places, and their scheduler's parity cannot be told. As severe as DGP001 when the scheduler
+    has no GPU either (or is not in this resource), a warning when it has one.
+    """
+    if dask.worker_path is None:
+        return []
+    spec = get_in(resource, dask.worker_path)
+    severity = Severity.ERROR if protocol(spec) == "ucx" else policy.tcp_severity
+    if dask.scheduler_path is not None:
+        scheduler = scheduler_container(get_in(resource, dask.scheduler_path))
+        if scheduler is not None and admitted_gpus(scheduler[1], scheduler[0]):
+            severity = Severity.WARNING
+    return [
+        Finding.of(
+            "DGP025",
+            pointer(*dask.worker_path, "containers", index),
+            f"Worker container {container.get('name', index)!r} runs dask-cuda but requests no "
+            "GPU: it sees whatever GPUs its node's default runtime exposes, kube-scheduler "
+            "neither counts nor places them, and the scheduler's GPU parity cannot be checked; "
+            'request its GPUs in limits (e.g. nvidia.com/gpu: "1"), then run dask-gpu-parity fix',
+            severity=severity,
+        )
+        for index, container in containers(spec)
+        if runs_cuda_worker(container)
+    ]
+
+
+def _made_of(role: str) -> str:
+    return "scheduler Deployment" if role == "scheduler" else f"{role} Pod"
