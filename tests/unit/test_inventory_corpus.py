@@ -21,7 +21,7 @@ from dask_gpu_parity.core.providers import PROVIDERS
 from .helpers import ROOT, cluster
 
 CORPUS = ROOT / "tests" / "fixtures" / "inventories"
-PLACEMENT = {"DGP013", "DGP014", "DGP020", "DGP021", "DGP022", "DGP023"}
+PLACEMENT = {"DGP013", "DGP014", "DGP020", "DGP021", "DGP022", "DGP023", "DGP026"}
 W13 = "rapidsai/base:25.10-cuda13.0-py3.12"
 W128 = "nvcr.io/nvidia/cuda:12.8.1-runtime-ubuntu24.04"
 W129 = "rapidsai/base:25.10-cuda12.9-py3.12"
@@ -92,12 +92,14 @@ ROWS = [
         {"DGP014"},
         "570 (legacy keys)",
     ),
-    ("gpu-operator-gfd", workload(W128), OFF, None, set(), None),
+    # One class, but one untainted 1-GPU node: the scheduler takes its GPU, the worker waits.
+    ("gpu-operator-gfd", workload(W128), OFF, None, {"DGP026"}, None),
     # W129: both classes run CUDA 12.9, A without caveat: the full fit wins over capacity.
     ("gpu-operator-gfd", workload(W129, tolerations=T), AUTO, None, {"DGP014"}, "580.95.05"),
     # 3. gke-gpu-pools: no driver labels, GKE taint, ERT on by auto
     ("gke-gpu-pools", workload(W13), AUTO, None, {"DGP023", "DGP014"}, "h100-pool"),
-    ("gke-gpu-pools", workload(W13), OFF, None, {"DGP022", "DGP023"}, None),
+    # The workers reach no node: DGP022 alone speaks (no word on nodes they cannot use).
+    ("gke-gpu-pools", workload(W13), OFF, None, {"DGP022"}, None),
     (
         "gke-gpu-pools",
         workload(W13, selector={"cloud.google.com/gke-nodepool": "l4-pool"}),
@@ -119,11 +121,11 @@ ROWS = [
         None,
     ),
     # 5. aks: taint sku=gpu, which ExtendedResourceToleration never covers
-    ("aks-gpu-pool", workload(W13, tolerations=T), AUTO, None, {"DGP022", "DGP023"}, None),
+    ("aks-gpu-pool", workload(W13, tolerations=T), AUTO, None, {"DGP022"}, None),
     # 6. eks: managed node group + Karpenter, no driver labels
     # Two pools (a managed node group and a Karpenter NodePool, 8 GPUs each): one is chosen.
     ("eks-gpu-pool", workload(W13, tolerations=T), AUTO, None, {"DGP014", "DGP023"}, "gpu"),
-    ("eks-gpu-pool", workload(W13), OFF, None, {"DGP022", "DGP023"}, None),
+    ("eks-gpu-pool", workload(W13), OFF, None, {"DGP022"}, None),
     # 7. mig-single
     ("mig-single", workload(W13, tolerations=T), AUTO, None, {"DGP014"}, "580.95.05"),
     (

@@ -83,8 +83,14 @@ def names(nodes: Any) -> list[str]:
     return sorted(n.name for n in nodes)
 
 
-def same_answers(plain: Inventory, fast: Inventory, pod_spec: Any) -> None:
+def same_answers(plain: Inventory, fast: Inventory, pod_spec: Any, other: Any = None) -> None:
     assert fast.size == plain.size
+    # Capacity: how the nodes of one pod (workers) and another (the scheduler) overlap.
+    other = {} if other is None else other
+    for resource in ("nvidia.com/gpu", "nvidia.com/mig-1g.10gb"):
+        assert fast.overlap(fast.fitting(pod_spec), fast.fitting(other), resource) == plain.overlap(
+            plain.fitting(pod_spec), plain.fitting(other), resource
+        )
     assert fast.fits_any(pod_spec) == plain.fits_any(pod_spec)
     assert names(fast.fitting(pod_spec)) == names(plain.fitting(pod_spec))
     fast_classes = fast.classes(fast.fitting(pod_spec))
@@ -180,23 +186,68 @@ pod_spec_strategy = st.fixed_dictionaries(
 )
 
 
+# A scheduler on a pool of its own (core/rules/pools.py): a product, a custom label, preferred.
+scheduler_pool = st.sampled_from(
+    [
+        {},
+        {"nodeSelector": {"nvidia.com/gpu.product": "Tesla-T4"}},
+        {"nodeSelector": {"pool": "a"}},
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 100,
+                            "preference": {
+                                "matchExpressions": [
+                                    {"key": "zone", "operator": "In", "values": ["a"]}
+                                ]
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    ]
+)
+# Known minor, major-only (RAPIDS since 25.12) and none at all.
+IMAGES = ["rapids:1", "rapidsai/base:25.12-cuda12-py3.13", "rapidsai/base:25.10-cuda13.0-py3.12"]
+
+
 @settings(max_examples=EXAMPLES * 2)
-@given(st.lists(node_strategy, min_size=1, max_size=12), pod_spec_strategy)
+@given(st.lists(node_strategy, min_size=1, max_size=12), pod_spec_strategy, pod_spec_strategy)
 def test_indexed_inventory_answers_like_the_plain_one(
-    manifests: list[dict[str, Any]], pod_spec: dict[str, Any]
+    manifests: list[dict[str, Any]], pod_spec: dict[str, Any], other: dict[str, Any]
 ) -> None:
     unique = list({m["metadata"]["name"]: m for m in manifests}.values())
-    same_answers(Inventory.from_nodes(unique), indexed(unique), pod_spec)
+    same_answers(Inventory.from_nodes(unique), indexed(unique), pod_spec, other)
 
 
 @settings(max_examples=EXAMPLES)
-@given(st.lists(node_strategy, min_size=1, max_size=12), pod_spec_strategy, st.booleans())
-def test_evaluate_gives_the_same_result_on_either(
-    manifests: list[dict[str, Any]], worker_extra: dict[str, Any], ucx: bool
+@given(
+    st.lists(node_strategy, min_size=1, max_size=12),
+    pod_spec_strategy,
+    st.booleans(),
+    scheduler_pool,
+    st.integers(min_value=0, max_value=12),
+    st.sampled_from(IMAGES),
+)
+def test_evaluate_gives_the_same_result_on_either(  # noqa: PLR0917  # one argument per strategy
+    manifests: list[dict[str, Any]],
+    worker_extra: dict[str, Any],
+    ucx: bool,
+    scheduler_extra: dict[str, Any],
+    replicas: int,
+    image: str,
 ) -> None:
     unique = list({m["metadata"]["name"]: m for m in manifests}.values())
     worker_extra = {k: v for k, v in worker_extra.items() if k != "containers"}
-    doc = cluster(worker_extra=worker_extra)
+    doc = cluster(
+        worker_extra=worker_extra,
+        scheduler_extra=scheduler_extra,
+        worker_container={"image": image},
+    )
+    doc["spec"]["worker"]["replicas"] = replicas
     if ucx:
         doc["spec"]["scheduler"]["spec"]["containers"][0]["args"] += ["--protocol", "ucx"]
     plain = evaluate(doc, Policy(), Inventory.from_nodes(unique))

@@ -2,18 +2,23 @@
 
 - a pin never selects a driver class that cannot run the image's CUDA;
 - whenever no node can take the scheduler or the workers, an error finding says so;
+- DGP026 says exactly when the workers' nodes cannot hold every worker beside the scheduler;
+- the verifier expects a driver only where the scheduler's constraints keep it on that driver;
 - ``evaluate`` stays idempotent on every inventory.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dask_gpu_parity.core.engine import evaluate
-from dask_gpu_parity.core.inventory import DriverClass, Inventory, node_fits
+from dask_gpu_parity.core.findings import Severity
+from dask_gpu_parity.core.inventory import DriverClass, Inventory, node_fits, pod_gpu_demand
 from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
 from dask_gpu_parity.core.resources import view
 from dask_gpu_parity.core.view import cluster_view
@@ -32,6 +37,7 @@ IMAGES = [
     "rapidsai/base:25.10-cuda13.0-py3.12",
     "rapidsai/base:25.10-cuda12.9-py3.12",
     "rapidsai/base:25.10-cuda12-py3.12",
+    "rapidsai/base:25.12-cuda13-py3.13",
     "nvcr.io/nvidia/cuda:12.8.1-runtime-ubuntu24.04",
     "nvcr.io/nvidia/cuda:13.1.0-base-ubuntu24.04",
     "example.com/dask:latest",
@@ -93,11 +99,17 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
         worker["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     if draw(st.integers(min_value=0, max_value=3)) == 0:
         worker["nodeSelector"] = {"cloud.google.com/gke-nodepool": draw(st.sampled_from("ab"))}
-    return cluster(
+    scheduler: dict[str, Any] = {}
+    if draw(st.integers(min_value=0, max_value=3)) == 0:  # a pool of its own
+        scheduler["nodeSelector"] = {"cloud.google.com/gke-nodepool": draw(st.sampled_from("ab"))}
+    doc = cluster(
         worker_resources={"limits": {draw(st.sampled_from(RESOURCES)): "1"}},
         worker_container={"image": draw(st.sampled_from(IMAGES))},
         worker_extra=worker,
+        scheduler_extra=scheduler,
     )
+    doc["spec"]["worker"]["replicas"] = draw(st.integers(min_value=0, max_value=10))
+    return doc
 
 
 policies = st.builds(
@@ -143,3 +155,81 @@ def test_placement_is_never_wrong_and_never_silent(
 
     again = evaluate(result.patched, policy, inventory)
     assert again.patched == result.patched, "not idempotent"
+
+
+_DRIVER_LABELS = (
+    "nvidia.com/cuda.driver-version.full",
+    "nvidia.com/cuda.driver.major",
+    "nvidia.com/cuda.driver.minor",
+    "nvidia.com/cuda.driver.rev",
+)
+
+
+def _expected_driver(patched: dict[str, Any]) -> str | None:
+    for container in patched["spec"]["scheduler"]["spec"].get("initContainers", []):
+        for env in container.get("env", []):
+            if env.get("name") == "GPU_PARITY_EXPECT_DRIVER":
+                return str(env["value"])
+    return None
+
+
+def _most_workers(
+    spec: dict[str, Any], scheduler: dict[str, Any], inventory: Inventory, ert: bool
+) -> int:
+    """The most workers kube-scheduler could place once the scheduler holds its GPU.
+
+    Written out independently of core/rules/capacity.py: every node the scheduler could take
+    is tried, and the best one kept.
+    """
+    demand = pod_gpu_demand(spec)
+    ((resource, each),) = demand.items()
+    own = pod_gpu_demand(scheduler).get(resource, Decimal(0))
+    workers = [n for n in inventory.nodes if node_fits(n, spec, ert)]
+    homes = [n.name for n in inventory.nodes if node_fits(n, scheduler, ert)] or [None]
+
+    def room(home: str | None) -> int:
+        return sum(
+            int((n.allocatable.get(resource, Decimal(0)) - (own if n.name == home else 0)) // each)
+            for n in workers
+        )
+
+    return max(room(home) for home in homes)
+
+
+@given(clusters(), inventories(), policies)
+def test_capacity_is_reported_exactly_when_workers_do_not_fit(
+    doc: dict[str, Any], inventory: Inventory, policy: Policy
+) -> None:
+    result = evaluate(doc, policy, inventory)
+    codes = {f.code for f in result.findings}
+    if codes & ERROR_CODES:
+        return  # one error explains a placement failure; capacity is not judged then
+    ert = policy.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    spec = result.patched["spec"]["worker"]["spec"]
+    replicas = result.patched["spec"]["worker"]["replicas"]
+    fit = _most_workers(spec, result.patched["spec"]["scheduler"]["spec"], inventory, ert)
+    capacity = [f for f in result.findings if f.code == "DGP026"]
+    assert bool(capacity) == (fit < replicas), f"{fit} of {replicas} fit: {capacity}"
+    for finding in capacity:
+        assert (finding.severity is Severity.ERROR) == (fit <= 0)
+
+
+@given(clusters(), inventories(), policies)
+def test_expected_driver_is_never_set_without_a_pin_that_makes_it_true(
+    doc: dict[str, Any], inventory: Inventory, policy: Policy
+) -> None:
+    result = evaluate(doc, policy, inventory)
+    expected = _expected_driver(result.patched)
+    if expected is None:
+        return
+    ert = policy.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    scheduler = result.patched["spec"]["scheduler"]["spec"]
+    for node in inventory.nodes:
+        if not node_fits(node, scheduler, ert):
+            continue
+        assert node.driver_class is not None
+        assert node.driver_class.driver == expected
+        # The pin, not today's nodes, makes it true: the same node on another driver is refused.
+        other = {k: v for k, v in node.labels.items() if k not in _DRIVER_LABELS}
+        other |= {_DRIVER_LABELS[0]: "999.1.1", _DRIVER_LABELS[1]: "999", _DRIVER_LABELS[2]: "1"}
+        assert not node_fits(replace(node, labels=other), scheduler, ert)

@@ -126,8 +126,9 @@ WITH_NODES: dict[tuple[str, str], Verdict] = {
     ("rapids-v26.04.00-dask-operator.yaml", "nodes-podman-desktop-7778.yaml"): Verdict(
         1, _codes("DGP001", "DGP009", "DGP023"), _PLACEMENT - {"DGP023"}
     ),
+    # Changed after the capacity rule (EXPECTED.md): one GPU, taken by the scheduler; 2 workers.
     ("rapids-v26.04.00-scheduler-gpu-optimization.yaml", "nodes-podman-desktop-7778.yaml"): Verdict(
-        0, _codes("DGP009", "DGP023"), (_PLACEMENT - {"DGP023"}) | {"DGP001"}
+        1, _codes("DGP009", "DGP023", "DGP026"), (_PLACEMENT - {"DGP023"}) | {"DGP001"}
     ),
     ("rapids-v26.04.00-dask-operator.yaml", "nodes-gke-l4-llmkube.yaml"): Verdict(
         1, _codes("DGP001", "DGP009", "DGP023"), _PLACEMENT - {"DGP023"}
@@ -271,9 +272,6 @@ def test_a_scheduler_without_gpu_is_a_fixable_error_at_its_resources(name: str) 
     assert (finding["severity"], finding["fixable"]) == ("error", True)
 
 
-MAJOR_ONLY_BUG = pytest.mark.xfail(
-    strict=True, reason="major-only CUDA tags (-cuda12) read as 12.0 instead of CUDA 12"
-)
 MAJOR_ONLY_TAG = [
     ("rapids-v26.04.00-colocate-workers.yaml", "nodes-device-plugin-pr503-v100.yaml", "DGP020"),
     ("rapids-v26.04.00-dask-operator.yaml", "nodes-podman-desktop-7778.yaml", "DGP023"),
@@ -283,10 +281,7 @@ MAJOR_ONLY_TAG = [
 
 @pytest.mark.parametrize(
     ("name", "nodes", "code"),
-    [
-        pytest.param(*case, id=f"{case[0]}--{case[1]}", marks=MAJOR_ONLY_BUG)
-        for case in MAJOR_ONLY_TAG
-    ],
+    [pytest.param(*case, id=f"{case[0]}--{case[1]}") for case in MAJOR_ONLY_TAG],
 )
 def test_a_major_only_image_tag_is_named_as_its_major(name: str, nodes: str, code: str) -> None:
     """``…/base:26.04-cuda12-py3.13`` says CUDA 12, not 12.0 (docs/findings.md, DGP020)."""

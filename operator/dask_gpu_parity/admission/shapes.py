@@ -10,12 +10,13 @@ then every node is asked. Pure: plain data in and out, no I/O.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, overload
 
-from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory, PodFilter
+from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory, Overlap, PodFilter
 from dask_gpu_parity.core.plain import as_list, as_map, get_in
 from dask_gpu_parity.core.providers import PROVIDERS, Provider
 
@@ -235,6 +236,32 @@ class IndexedInventory(Inventory):
             ),
             Decimal(0),
         )
+
+    def overlap(
+        self, workers: Sequence[GpuNode], scheduler: Sequence[GpuNode], resource: str
+    ) -> Overlap:
+        """How the workers' and the scheduler's nodes overlap: per shape, not per node.
+
+        A shape both reach wholly counts at once; only a shape that a per-node selector
+        splits is compared node by node.
+        """
+        if not isinstance(workers, _Members) or not isinstance(scheduler, _Members):
+            return super().overlap(workers, scheduler, resource)
+        mine = {id(shape): members for shape, members in scheduler.shapes}
+        groups: Counter[tuple[Decimal, bool]] = Counter()
+        elsewhere = False
+        for shape, members in workers.shapes:
+            units = shape.representative.allocatable.get(resource, Decimal(0))
+            both = mine.pop(id(shape), ())
+            if len(both) == len(shape.members) or not both:  # all of the shape, or none of it
+                groups[units, bool(both)] += len(members)
+                elsewhere = elsewhere or len(both) > len(members)
+                continue
+            names = {n.name for n in both}
+            for node in members:
+                groups[units, node.name in names] += 1
+            elsewhere = elsewhere or bool(names - {n.name for n in members})
+        return Overlap(groups, elsewhere or any(mine.values()))
 
     def legacy_labels(self, nodes: Sequence[GpuNode]) -> bool:
         """Whether any shape of ``nodes`` has only the legacy driver labels."""

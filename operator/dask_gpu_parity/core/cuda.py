@@ -6,6 +6,12 @@ tag conventions of RAPIDS (``rapidsai/base:25.10-cuda13.0-py3.12``, ``…-cuda12
 CUDA images (``nvcr.io/nvidia/cuda:12.8.1-runtime-ubuntu24.04``) and ``-cu12``/``-cu130``
 suffixes. Whichever was used is named in every finding.
 
+A major-only version (``cuda12``: every RAPIDS image since 25.12) names no minor. RAPIDS builds
+those tags on the newest minor of the major (rapidsai/docker ``matrix.yaml``: "Use the latest
+supported minor/patch version for each supported CUDA major version"; 25.10 retagged its
+``cuda12.9`` and ``cuda13.0`` builds), so placement assumes that minor (:data:`MAJOR_ONLY_MINOR`)
+and says it assumed it; the verifier is not told a minor nobody named.
+
 A driver class runs the image when its driver meets the minimum for the image's CUDA major
 (RAPIDS' platform support: CUDA 12 needs driver 535 or newer, CUDA 13 needs 580) and the CUDA
 version the driver supports (GFD's ``cuda.runtime-version``) is the image's or newer. An older
@@ -27,11 +33,15 @@ from dask_gpu_parity.core.plain import as_map, get_in
 from dask_gpu_parity.names import CUDA_ANNOTATION
 from dask_gpu_parity.probe import ENV_EXPECT_CUDA
 
-__all__ = ["DRIVER_FLOOR", "CudaNeed", "Fit", "fit", "image_cuda", "need"]
+__all__ = ["DRIVER_FLOOR", "MAJOR_ONLY_MINOR", "CudaNeed", "Fit", "fit", "image_cuda", "need"]
 
 # The oldest driver branch that runs a CUDA major: RAPIDS' floors for 12 and 13 (docs.rapids.ai
 # platform support), CUDA's own for 11 (minor version compatibility).
 DRIVER_FLOOR = {11: 450, 12: 535, 13: 580}
+# The minor RAPIDS builds its major-only tags on: the newest of each major in rapidsai/docker's
+# matrix.yaml (12.9.1 and 13.3.0 at e79d3ede, 2026-06-24; 12.9 is the last CUDA 12 minor, CUDA
+# 13's grows with each release: 13.0 in 25.12, 13.1 in 26.02, 13.3 in 26.08).
+MAJOR_ONLY_MINOR = {12: 9, 13: 3}
 _VERSION = re.compile(r"^\s*(\d{1,2})(?:\.(\d{1,2}))?(?:\.\d+)?\s*$")
 # "cuda13.0", "cuda12", "cuda-12.8" inside a tag: RAPIDS and most CUDA-based images.
 _TAG_CUDA = re.compile(r"(?:^|[-_.])cuda-?(\d{2})(?:\.(\d{1,2}))?(?=$|[-_.])", re.IGNORECASE)
@@ -46,9 +56,14 @@ class CudaNeed:
     """The CUDA version an image needs, and where that was read."""
 
     major: int
-    minor: int
+    minor: int  # for a major-only version, the minor assumed (MAJOR_ONLY_MINOR, else 0)
     source: str  # e.g. "the image tag rapidsai/base:25.10-cuda13.0-py3.12"
     minor_known: bool = True  # False for a major-only tag such as "cuda12"
+
+    @classmethod
+    def major_only(cls, major: int, source: str) -> CudaNeed:
+        """A need that names only the major: the newest minor RAPIDS builds it on is assumed."""
+        return cls(major, MAJOR_ONLY_MINOR.get(major, 0), source, minor_known=False)
 
     @property
     def version(self) -> str:
@@ -56,12 +71,20 @@ class CudaNeed:
         return f"{self.major}.{self.minor}"
 
     @property
+    def named(self) -> str:
+        """The version as its source names it: ``12.9``, or ``12`` for a major-only one."""
+        return self.version if self.minor_known else str(self.major)
+
+    @property
     def driver_floor(self) -> int | None:
         """The oldest driver branch that runs this CUDA major, when known."""
         return DRIVER_FLOOR.get(self.major)
 
     def __str__(self) -> str:
-        return f"CUDA {self.version} ({self.source})"
+        if self.minor_known:
+            return f"CUDA {self.version} ({self.source})"
+        assumed = f", assumed {self.version} as RAPIDS builds it" if self.minor else ""
+        return f"CUDA {self.major} ({self.source}: no minor{assumed})"
 
 
 def image_cuda(image: Any) -> tuple[int, int | None] | None:
@@ -77,9 +100,16 @@ def image_cuda(image: Any) -> tuple[int, int | None] | None:
     return None
 
 
-def _version(text: Any) -> tuple[int, int] | None:
+def _version(text: Any) -> tuple[int, int | None] | None:
     match = _VERSION.match(text) if isinstance(text, str) else None
-    return (int(match.group(1)), int(match.group(2) or 0)) if match else None
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)) if match.group(2) else None
+
+
+def _need(found: tuple[int, int | None], source: str) -> CudaNeed:
+    major, minor = found
+    return CudaNeed.major_only(major, source) if minor is None else CudaNeed(major, minor, source)
 
 
 def need(resource: Mapping[str, Any], worker: Mapping[str, Any]) -> CudaNeed | None:
@@ -91,14 +121,13 @@ def need(resource: Mapping[str, Any], worker: Mapping[str, Any]) -> CudaNeed | N
     """
     annotation = as_map(get_in(resource, ("metadata", "annotations"))).get(CUDA_ANNOTATION)
     if (found := _version(annotation)) is not None:
-        return CudaNeed(*found, f"the {CUDA_ANNOTATION} annotation")
+        return _need(found, f"the {CUDA_ANNOTATION} annotation")
     for name in (ENV_EXPECT_CUDA, "CUDA_VERSION"):
         if (found := _version(env_value(worker, name))) is not None:
-            return CudaNeed(*found, f"the workers' {name}")
+            return _need(found, f"the workers' {name}")
     image = worker.get("image")
     if (tagged := image_cuda(image)) is not None:
-        major, minor = tagged
-        return CudaNeed(major, minor or 0, f"the image tag {image}", minor_known=minor is not None)
+        return _need(tagged, f"the image tag {image}")
     return None
 
 
@@ -113,9 +142,10 @@ class Fit(enum.Enum):
 def fit(dc: DriverClass, cuda: CudaNeed) -> Fit:
     """Whether driver class ``dc`` can run an image that needs ``cuda``."""
     branch = dc.driver.split(".", 1)[0]
-    supported = _version(dc.cuda)
-    if not branch.isascii() or not branch.isdigit() or supported is None:
+    found = _version(dc.cuda)
+    if not branch.isascii() or not branch.isdigit() or found is None:
         return Fit.NO
+    supported = (found[0], found[1] or 0)
     floor = cuda.driver_floor
     if floor is not None and int(branch) < floor:
         return Fit.NO

@@ -133,6 +133,13 @@ RULES: dict[str, Rule] = {
             Severity.ERROR,
             False,
         ),
+        Rule(
+            "DGP026",
+            "gpu-capacity",
+            "Not enough GPUs for the workers",
+            Severity.WARNING,
+            False,
+        ),
         # Input files, not resources (the CLI): the other files are still checked.
         Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
         Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),

@@ -7,18 +7,18 @@ of node after node. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from . import quantity
-from .gpu import gpu_requests
+from .gpu import GpuRequest, gpu_requests
 from .labels import expression_matches
 from .nodes import GpuNode
 from .plain import as_list, get_in
 
-__all__ = ["PodFilter", "node_fits", "pod_gpu_demand", "toleration_matches"]
+__all__ = ["PodFilter", "gpu_demand", "node_fits", "pod_gpu_demand", "toleration_matches"]
 
 _REQUIRED_TERMS = (
     "nodeAffinity",
@@ -33,8 +33,13 @@ def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:
     Per container the larger of limit and request, summed over the containers (as kube-scheduler
     counts extended resources).
     """
+    return gpu_demand(gpu_requests(pod_spec))
+
+
+def gpu_demand(requests: Iterable[GpuRequest]) -> dict[str, Decimal]:
+    """:func:`pod_gpu_demand` from a pod's GPU requests, already read (``gpu_requests``)."""
     per_container: dict[tuple[int, str], Decimal] = {}
-    for request in gpu_requests(pod_spec):
+    for request in requests:
         key = (request.container, request.resource)
         number = quantity.parse(request.quantity) or Decimal(0)
         per_container[key] = max(per_container.get(key, Decimal(0)), number)

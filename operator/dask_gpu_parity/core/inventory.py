@@ -7,12 +7,13 @@ re-exported here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .fits import PodFilter, node_fits, pod_gpu_demand, toleration_matches
+from .fits import PodFilter, gpu_demand, node_fits, pod_gpu_demand, toleration_matches
 from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class
 from .providers import PROVIDERS, PoolClass, Provider
 
@@ -22,8 +23,10 @@ __all__ = [
     "DriverClass",
     "GpuNode",
     "Inventory",
+    "Overlap",
     "PodFilter",
     "driver_class",
+    "gpu_demand",
     "node_fits",
     "pod_gpu_demand",
     "toleration_matches",
@@ -31,12 +34,25 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class Overlap:
+    """The workers' nodes by allocatable GPUs, and where the scheduler can go among them.
+
+    ``groups`` counts the workers' nodes by (allocatable units of the resource, whether the
+    scheduler fits there too); ``elsewhere``: the scheduler fits some node the workers cannot
+    use, so it need not take one of their GPUs.
+    """
+
+    groups: Counter[tuple[Decimal, bool]]
+    elsewhere: bool
+
+
+@dataclass(frozen=True)
 class Inventory:
     """The GPU nodes of a cluster.
 
     Rules ask it questions (``fitting``, ``fits_any``, ``classes``, ``of_class``, ``size``,
-    ``allocatable``, ``legacy_labels``, ``label_values``, ``taints``, ``unlabelled``,
-    ``labelled``, ``provider``) rather than
+    ``allocatable``, ``overlap``, ``legacy_labels``, ``label_values``, ``taints``,
+    ``unlabelled``, ``labelled``, ``provider``) rather than
     walking ``nodes``: the operator hands in a subclass that answers them from nodes grouped as
     they arrive, so a request's work does not grow with the node count.
     """
@@ -64,6 +80,15 @@ class Inventory:
     def allocatable(self, nodes: Sequence[GpuNode], resource: str) -> Decimal:
         """How much of ``resource`` ``nodes`` (from ``classes`` or ``of_class``) have in all."""
         return sum((n.allocatable.get(resource, Decimal(0)) for n in nodes), Decimal(0))
+
+    def overlap(
+        self, workers: Sequence[GpuNode], scheduler: Sequence[GpuNode], resource: str
+    ) -> Overlap:
+        """How ``workers`` (from ``fitting``) and ``scheduler`` (from ``fitting``) share nodes."""
+        mine = {n.name for n in scheduler}
+        theirs = {n.name for n in workers}
+        groups = Counter((n.allocatable.get(resource, Decimal(0)), n.name in mine) for n in workers)
+        return Overlap(groups, bool(mine - theirs))
 
     def legacy_labels(self, nodes: Sequence[GpuNode]) -> bool:
         """Whether any of ``nodes`` has only the pre-2024 GFD driver labels."""

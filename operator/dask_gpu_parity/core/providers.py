@@ -45,6 +45,11 @@ PROVIDERS = (
         "karpenter.sh/nodepool",
         ("karpenter.sh/nodepool", "karpenter.k8s.aws/instance-gpu-name"),
     ),
+    # Karpenter before v0.32 (the v1alpha5 Provisioner API) labels its nodes with the
+    # Provisioner's name; v1beta1 renamed the label (karpenter.sh/v0.32/upgrading/
+    # v1beta1-reference, "Karpenter Labels": karpenter.sh/provisioner-name ->
+    # karpenter.sh/nodepool).
+    Provider("Karpenter", "karpenter.sh/provisioner-name", ("karpenter.sh/provisioner-name",)),
 )
 # Provider labels the scheduler copies from the workers: they stand for the driver where GFD
 # labels are missing (one node pool, one driver).

@@ -64,6 +64,7 @@ class ClusterView:
     worker_gpus: tuple[GpuRequest, ...]  # never empty: CPU-only clusters have no view
     protocol: Protocol
     cuda: CudaNeed | None  # the CUDA version the workers' image needs, when it can be told
+    replicas: int = 1  # the workers' spec.worker.replicas (the CRD's default: 1)
 
     @property
     def worker_image(self) -> str | None:
@@ -93,7 +94,13 @@ def cluster_view(patched: dict[str, Any], dask: DaskResource) -> ClusterView | N
         worker_gpus=worker_gpus,
         protocol=protocol(scheduler.spec, worker.spec),
         cuda=need(patched, worker.container),
+        replicas=_replicas(get_in(patched, (*dask.worker_path[:-1], "replicas"))),
     )
+
+
+def _replicas(value: Any) -> int:
+    """``replicas`` as the CRD types it (an integer, default 1); else 1 (the schema says why)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
 
 
 def _pod(patched: dict[str, Any], path: tuple[Any, ...], index_of: Any) -> PodView | None:

@@ -17,11 +17,11 @@ from dask_gpu_parity.core.providers import POOL_LABELS
 
 from .affinity import expressions, set_terms, terms
 from .context import Context, copy_or_report
+from .pools import own_pool
 
 __all__ = ["worker_constraints"]
 
 _NVIDIA = "nvidia.com/"
-_PRODUCT = "nvidia.com/gpu.product"
 _DRIVER_KEYS = "nvidia.com/cuda."  # driver and CUDA version labels, new and legacy
 
 
@@ -39,24 +39,11 @@ def _wanted_key(key: Any, pool: bool) -> bool:
     return key.startswith(_NVIDIA) or key in POOL_LABELS
 
 
-def _own_pool(ctx: Context) -> bool:
-    """Whether the scheduler goes to a GPU pool of its own ("a smaller GPU is fine").
-
-    True when the policy names one, or the user already picked a GPU product for the scheduler.
-    """
-    selector = ctx.view.scheduler.spec.get("nodeSelector")
-    chosen = isinstance(selector, Mapping) and _PRODUCT in selector
-    return bool(ctx.policy.scheduler_node_selector) or chosen
-
-
 def worker_constraints(ctx: Context) -> list[Finding]:
     """DGP004, DGP005, DGP006: copy the workers' GPU placement onto the scheduler."""
-    own_pool = _own_pool(ctx)
+    pool = own_pool(ctx)
     return (
-        _node_selector(ctx, own_pool)
-        + _affinity(ctx, own_pool)
-        + _tolerations(ctx)
-        + _runtime_class(ctx)
+        _node_selector(ctx, pool) + _affinity(ctx, pool) + _tolerations(ctx) + _runtime_class(ctx)
     )
 
 

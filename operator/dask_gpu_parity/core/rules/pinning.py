@@ -7,6 +7,11 @@ GPU nodes without driver labels, scheduler and workers are pinned to one qualify
 one that runs the image without caveat, then the one with the most allocatable GPUs, then one
 not being upgraded by the GPU Operator, then the newest driver. Without GFD labels, a
 provider's node pool stands in for the class (one pool, one driver).
+
+A scheduler on a GPU pool of its own (a T4 pool beside A100 workers, as RAPIDS' guide does)
+keeps it: only the driver and CUDA version are pinned on it, never the workers' node pool. The
+driver returned for the verifier's expectation is one the scheduler's spec pins, never one it
+merely happens to reach today.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from dask_gpu_parity.core.inventory import (
     GpuNode,
     Inventory,
 )
-from dask_gpu_parity.core.plain import copy_json
+from dask_gpu_parity.core.plain import as_map, copy_json
 from dask_gpu_parity.core.providers import PoolClass
-from dask_gpu_parity.core.rules.affinity import add_expressions
+from dask_gpu_parity.core.rules.affinity import add_expressions, expressions, terms
 from dask_gpu_parity.core.rules.context import Context
+from dask_gpu_parity.core.rules.pools import own_pool
+from dask_gpu_parity.names import CUDA_ANNOTATION
 
-__all__ = ["pin_driver_class"]
+__all__ = ["pin_driver_class", "pins_driver", "worker_nodes"]
 
 _UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # set by the GPU Operator's upgrades
 _UPGRADED = frozenset(("", "upgrade-done"))
@@ -58,6 +65,24 @@ def _pin_expressions(nc: NodeClass, legacy: bool) -> list[dict[str, Any]]:
     return exprs
 
 
+def pins_driver(spec: Any, dc: DriverClass) -> bool:
+    """Whether the pod spec's own constraints keep it on ``dc``'s driver, on any node that joins.
+
+    A nodeSelector on the driver label, or every required term carrying the pin's driver
+    expressions (new keys or legacy ones).
+    """
+    if as_map(as_map(spec).get("nodeSelector")).get(DRIVER_FULL) == dc.driver:
+        return True
+    forms = [
+        [e for e in _pin_expressions(dc, legacy) if "driver" in e["key"]]
+        for legacy in (False, True)
+    ]
+    found = terms(as_map(spec))
+    return bool(found) and all(
+        any(all(e in expressions(t) for e in form) for form in forms) for t in found or []
+    )
+
+
 def _driver_key(nc: NodeClass) -> tuple[int, ...]:
     if isinstance(nc, PoolClass):
         return ()
@@ -81,8 +106,16 @@ def pin_driver_class(
 ) -> tuple[list[Finding], DriverClass | None]:
     """Pin scheduler and workers to one qualifying class when the workers could reach several.
 
-    Returns the findings and the driver class the workers run in, when there is exactly one.
+    Returns the findings and the driver class the scheduler is pinned to (by its nodeSelector
+    or required affinity) and the workers run in, when there is one: what the verifier expects.
     """
+    findings, driver = _pin(ctx, inventory)
+    if driver is not None and not pins_driver(ctx.view.scheduler.spec, driver):
+        driver = None  # the scheduler may land on another driver: expect none
+    return findings, driver
+
+
+def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass | None]:
     scheduler, worker, cuda = ctx.view.scheduler, ctx.view.worker, ctx.view.cuda
     reachable = worker_nodes(ctx, inventory)
     classes = _classes(inventory, reachable)
@@ -108,10 +141,19 @@ def pin_driver_class(
         settled = inventory.label_values(nodes, _UPGRADE_STATE) <= _UPGRADED
         return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
 
+    # A scheduler on a pool of its own keeps it: a node pool is never pinned on it (driver and
+    # CUDA labels are, where nodes carry them).
+    keeps_pool = not labelled and own_pool(ctx)
+
+    def pin_scheduler(spec: dict[str, Any], nc: NodeClass, exprs: list[dict[str, Any]]) -> bool:
+        if keeps_pool and isinstance(nc, PoolClass):
+            return True  # its pool stays; no empty term either (that would match no node)
+        return add_expressions(spec, exprs)
+
     candidates = []
     for nc, nodes in usable.items():
         trial = copy_json(scheduler.spec)
-        add_expressions(trial, _pin_expressions(nc, inventory.legacy_labels(nodes)))
+        pin_scheduler(trial, nc, _pin_expressions(nc, inventory.legacy_labels(nodes)))
         if inventory.fits_any(trial, extended_tolerations=ctx.extended_tolerations):
             candidates.append((nc, nodes))
     if not candidates or ctx.policy.placement.value != "pin-driver-class":
@@ -119,25 +161,35 @@ def pin_driver_class(
     chosen, nodes = max(candidates, key=rank)
     legacy = isinstance(chosen, DriverClass) and inventory.legacy_labels(inventory.of_class(chosen))
     exprs = _pin_expressions(chosen, legacy)
-    fixable = add_expressions(worker.spec, exprs) and add_expressions(scheduler.spec, exprs)
+    fixable = add_expressions(worker.spec, exprs) and pin_scheduler(scheduler.spec, chosen, exprs)
+    if keeps_pool and not own_pool(ctx):  # its pool is the one the workers now have: the same
+        keeps_pool = False
+        fixable = add_expressions(scheduler.spec, exprs) and fixable
     listed = "; ".join(str(nc) for nc in sorted(classes, key=str))
     if unlabelled:
         listed += f"; {len(unlabelled)} GPU node(s) without driver labels"
     why = f"the one with the most allocatable {resource} ({capacity(nodes)})"
-    excluded = [nc for nc in classes if fits[nc] is Fit.NO]
+    excluded = sorted((nc for nc in classes if fits[nc] is Fit.NO), key=str)
     if cuda is not None and excluded:
         why = f"which runs {cuda}, unlike {'; '.join(map(str, excluded))}; " + why.replace(
             "the one", "of those that do, the one"
         )
     kind = "driver classes" if isinstance(chosen, DriverClass) else "node pools"
+    who = "scheduler and workers"
     if isinstance(chosen, PoolClass):
         why += " (without driver labels, one node pool is one driver)"
+        if keeps_pool:
+            who = "the workers"
+            why += (
+                "; the scheduler keeps its own pool, whose driver cannot be pinned equal without "
+                "driver labels"
+            )
     findings = [
         Finding.of(
             "DGP014",
             f"{worker.ptr}/affinity/nodeAffinity",
             f"Workers may land on {len(classes) + bool(unlabelled)} {kind} ({listed}); "
-            f"pinned scheduler and workers to {chosen}, {why}",
+            f"pinned {who} to {chosen}, {why}",
             fixable=fixable,
         )
     ]
@@ -150,12 +202,15 @@ def _no_class(ctx: Context, classes: dict[NodeClass, Sequence[GpuNode]]) -> Find
     cuda = ctx.view.cuda
     assert cuda is not None  # only then can a class fail to qualify
     floor = f" needs driver {cuda.driver_floor} or newer and" if cuda.driver_floor else ""
-    reach = "; ".join(f"{nc} ({', '.join(n.name for n in nodes)})" for nc, nodes in classes.items())
+    reach = "; ".join(
+        f"{nc} ({', '.join(sorted(n.name for n in nodes))})"
+        for nc, nodes in sorted(classes.items(), key=lambda item: str(item[0]))
+    )
     return Finding.of(
         "DGP020",
         f"{ctx.view.worker.container_ptr}/image",
         f"No driver class the workers can reach runs {cuda}: it{floor} a driver supporting CUDA "
-        f"{cuda.version}; the workers can reach {reach}. Upgrade those nodes' driver, let the "
+        f"{cuda.named}; the workers can reach {reach}. Upgrade those nodes' driver, let the "
         "workers reach newer nodes (tolerations, nodeSelector), or use an image built for an "
         "older CUDA",
     )
@@ -166,6 +221,18 @@ def _older_minor(ctx: Context, chosen: DriverClass | None, how: Fit | None) -> l
     cuda = ctx.view.cuda
     if chosen is None or cuda is None or how is not Fit.OLDER_MINOR:
         return []
+    if not cuda.minor_known:
+        return [
+            Finding.of(
+                "DGP021",
+                f"{ctx.view.worker.container_ptr}/image",
+                f"The workers' {chosen} may be older than the image's {cuda}: then it runs under "
+                "CUDA minor-version compatibility, where PTX built by the newer toolkit fails to "
+                "JIT (cudaErrorUnsupportedPtxVersion) and newer APIs are missing; set the "
+                f"{CUDA_ANNOTATION} annotation to the image's CUDA version, upgrade the driver, "
+                f"or use an image built for CUDA {chosen.cuda}",
+            )
+        ]
     return [
         Finding.of(
             "DGP021",

@@ -1,9 +1,11 @@
-"""DGP013, DGP022, DGP023: some node can take the scheduler and the workers, and is labelled.
+"""DGP013, DGP022, DGP023, DGP026: nodes can take the scheduler and the workers, labelled.
 
 Exactly one error explains a placement failure: no usable node takes the workers (DGP022), no
 class they reach runs the image's CUDA (DGP020, in ``pinning``), or no usable node of their class
 takes the scheduler (DGP013). Usable means Ready, not cordoned, and the pod tolerates the node's
-taints (with the ExtendedResourceToleration setting). Never a silent pass.
+taints (with the ExtendedResourceToleration setting). Never a silent pass. When they can, their
+GPUs must also be enough for every worker (DGP026, in ``capacity``). Where the workers reach no
+node at all, DGP022 alone speaks: no word on driver labels of nodes they cannot use.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dask_gpu_parity.core.cuda import Fit, fit
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import GpuNode, Inventory
 from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.core.rules.capacity import capacity
 from dask_gpu_parity.core.rules.context import Context
 from dask_gpu_parity.core.rules.pinning import worker_nodes
 
@@ -21,7 +24,7 @@ __all__ = ["schedulable"]
 
 
 def schedulable(ctx: Context, inventory: Inventory, *, explained: bool) -> list[Finding]:
-    """DGP022 or DGP013 when the workers or the scheduler fit no usable node; DGP023 once.
+    """DGP022 or DGP013 when the workers or the scheduler fit no usable node; DGP023, DGP026.
 
     Args:
         ctx: the evaluation.
@@ -43,7 +46,7 @@ def schedulable(ctx: Context, inventory: Inventory, *, explained: bool) -> list[
         qualifies = any(fit(dc, cuda) is not Fit.NO for dc in inventory.classes(fitting))
         home = qualifies or bool(inventory.unlabelled(fitting))
     if home:
-        return findings
+        return findings + capacity(ctx, inventory, workers, fitting)
     selector = as_map(scheduler.spec.get("nodeSelector"))
     shown = ", ".join(f"{k}={v}" for k, v in selector.items()) or "none"
     classes = sorted(inventory.classes(workers))
@@ -100,15 +103,11 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
 
 def _unlabelled(ctx: Context, inventory: Inventory, workers: Sequence[GpuNode]) -> list[Finding]:
     """DGP023: GPU nodes the workers reach carry no driver labels, so parity was not proven."""
-    unlabelled = inventory.unlabelled(workers if workers else None)
+    unlabelled = inventory.unlabelled(workers) if workers else []
     if not unlabelled:
         return []
     provider = inventory.provider
-    pools = (
-        sorted({n.labels.get(provider.pool_label, "") for n in unlabelled} - {""})
-        if provider
-        else []
-    )
+    pools = sorted({pool.pool for pool in inventory.pools(unlabelled)}) if provider else []
     named = f" in {provider.name} node pools {', '.join(pools)}" if provider and pools else ""
     not_checked = f", and whether they run {ctx.view.cuda}," if ctx.view.cuda else ""
     return [
