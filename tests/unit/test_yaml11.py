@@ -135,6 +135,13 @@ def test_unusual_syntax_takes_the_exact_path(text: str) -> None:
         "kind: List\nitems:\n- kind: A\n- kind: B\n",
         '{"apiVersion": "v1", "kind": "X"}\n',  # JSON
         "a: \u00e9\u4e2d\U0001f600\n",  # beyond ASCII
+        "true: a\n1: b\n1.0: c\n",  # yaml-rs makes one key of them: the exact path
+        "a: 1\n---\n---\nb: 2\n",  # an empty document between two
+        "\n\n---\na: 1\n",  # blank lines before the first marker: no document
+        "a: 1\n--- # c\nb: 2\n",
+        "a: 1\n---#c\nb: 2\n",  # kubectl cuts here too
+        "a: 1\n--- b: 2\n",  # kubectl refuses the separator
+        "a: 1\n----\n",
     ],
 )
 def test_documents_lines_and_errors_match(text: str) -> None:

@@ -23,10 +23,8 @@ from typing import Any
 
 import yaml
 
-from dask_gpu_parity.core.plain import MAX_DEPTH, deeper_than
-
 from . import kubeyaml, yaml11
-from .kubejson import wire
+from .kubejson import NonStringKey, TooDeep, wire
 from .kubescalar import INT64, Refused
 from .kubeyaml import MAX_EXPANDED_NODES, Loader
 from .sources import INVALID, FileError, Source
@@ -78,8 +76,14 @@ def _parse_yaml(source: Source, text: str, first_index: int) -> list[Document]:
         index = first_index + piece.index
         fast, data = yaml11.load(piece)
         if fast:
-            _add(documents, source, index, data, line=piece.first, end=piece.end)
-        else:  # padded, so the parser's marks are the source's line numbers
+            try:
+                sent = wire(data, string_keys=True)
+                documents.extend(_objects(source, index, piece.first, piece.end, sent))
+            except NonStringKey:
+                fast = False  # yaml-rs merged keys such as True and 1: the exact path
+            except Refused as exc:
+                raise _refusal(source, index, piece.first, exc) from exc
+        if not fast:  # padded, so the parser's marks are the source's line numbers
             _parse_exact(documents, source, "\n" * piece.line + piece.text, index)
     return documents
 
@@ -107,26 +111,16 @@ def _parse_exact(documents: list[Document], source: Source, text: str, index: in
 
 
 def _refusal(source: Source, index: int, line: int, exc: Refused) -> FileError:
-    return FileError(
-        source.display,
-        f"document {index + 1}: {exc}: kubectl refuses it too",
-        code=INVALID,
-        line=exc.line or line,
-    )
+    message = f"document {index + 1}: {exc}: kubectl refuses it too"
+    if not exc.kubectl_refuses:
+        message = f"document {index + 1}{'' if isinstance(exc, TooDeep) else ':'} {exc}"
+    return FileError(source.display, message, code=INVALID, line=exc.line or line)
 
 
 def _add(
     documents: list[Document], source: Source, index: int, data: Any, *, line: int, end: int
 ) -> None:
     """Add the objects of one document (as built, before :func:`wire`)."""
-    if deeper_than(data):
-        raise FileError(
-            source.display,
-            f"document {index + 1} nests deeper than {MAX_DEPTH} levels, which no Kubernetes "
-            "object does: refusing to read it",
-            code=INVALID,
-            line=line,
-        )
     try:
         documents.extend(_objects(source, index, line, end, wire(data)))
     except Refused as exc:

@@ -15,21 +15,52 @@ import struct
 from decimal import Decimal
 from typing import Any
 
-from .kubescalar import INT64, Refused
+from dask_gpu_parity.core.plain import MAX_DEPTH
 
-__all__ = ["wire"]
+from .kubescalar import INT64, Limit, Refused
+
+__all__ = ["NonStringKey", "TooDeep", "wire"]
 
 
-def wire(value: Any) -> Any:
+class TooDeep(Limit):
+    """Nesting deeper than any Kubernetes object: our limit, not kubectl's."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"nests deeper than {MAX_DEPTH} levels, which no Kubernetes object does: "
+            "refusing to read it"
+        )
+
+
+class NonStringKey(Exception):
+    """A key that is no string, met where only string keys are expected (the fast path)."""
+
+
+def wire(value: Any, *, string_keys: bool = False) -> Any:
     """The value as kubectl sends it and the API server reads it (see the module's docstring).
+
+    Args:
+        value: as built from YAML or JSON (non-string keys as ``(type name, value)``).
+        string_keys: raise NonStringKey at a key that is no string (a loader that is not
+            :mod:`.kubeyaml` merges ``True`` and ``1``, ``1`` and ``1.0``).
 
     Raises:
         Refused: a key or a number that kubectl cannot convert to JSON.
+        TooDeep: more than MAX_DEPTH levels.
     """
+    return _wire(value, 0, string_keys)
+
+
+def _wire(value: Any, depth: int, string_keys: bool) -> Any:
     kind = type(value)
     if kind is dict:
+        if depth >= MAX_DEPTH:
+            raise TooDeep
+        depth += 1
         if all(type(key) is str for key in value):
-            return {key: wire(item) for key, item in value.items()}
+            return {key: _wire(item, depth, string_keys) for key, item in value.items()}
+        if string_keys:
+            raise NonStringKey
         out: dict[str, Any] = {}
         for key, item in value.items():
             text = key if type(key) is str else _key_text(*key)
@@ -37,10 +68,12 @@ def wire(value: Any) -> Any:
                 raise Refused(
                     f"two keys become the key {text!r} in JSON, and kubectl keeps either one"
                 )
-            out[text] = wire(item)
+            out[text] = _wire(item, depth, string_keys)
         return out
     if kind is list:
-        return [wire(item) for item in value]
+        if depth >= MAX_DEPTH:
+            raise TooDeep
+        return [_wire(item, depth + 1, string_keys) for item in value]
     if kind is float:
         return _number(value)
     if kind is int and value not in INT64:

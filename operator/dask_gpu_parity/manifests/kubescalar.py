@@ -27,13 +27,20 @@ import math
 import re
 from typing import Any
 
-__all__ = ["BINARY", "INT64", "MERGE", "STR", "Refused", "plain", "tagged"]
+__all__ = ["BINARY", "INT64", "MERGE", "STR", "Limit", "Refused", "plain", "tagged"]
 
 
 class Refused(ValueError):
     """A document kubectl refuses to read; the message says why, ``line`` (from 1) where."""
 
     line = 0
+    kubectl_refuses = True
+
+
+class Limit(Refused):
+    """A document beyond a limit of ours (kubectl may read it)."""
+
+    kubectl_refuses = False
 
 
 _TAG = "tag:yaml.org,2002:"

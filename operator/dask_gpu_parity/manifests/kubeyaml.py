@@ -18,7 +18,8 @@ import yaml
 
 from dask_gpu_parity.core.plain import MAX_DEPTH
 
-from .kubescalar import MERGE, Refused, plain, tagged
+from .kubejson import TooDeep
+from .kubescalar import MERGE, Limit, Refused, plain, tagged
 
 __all__ = ["MAX_EXPANDED_NODES", "Loader", "load"]
 
@@ -134,10 +135,8 @@ class _Builder:
             mapping = isinstance(event, yaml.MappingStartEvent)
             merge = not mapping and self._merging()  # a merged list is no node of its own
             self.decoded += 0 if merge else 1
-            if len(self.stack) > MAX_DEPTH:  # a safety net: documents measures depth exactly
-                raise Refused(
-                    f"it nests deeper than {MAX_DEPTH} levels, which no Kubernetes object does"
-                )
+            if len(self.stack) >= MAX_DEPTH:
+                raise TooDeep
             if event.anchor is not None:
                 self.anchors[event.anchor] = _OPEN
             self.stack.append(
@@ -173,8 +172,9 @@ class _Builder:
         self.decoded += 1 + size
         self.aliased += size
         if self.decoded > MAX_EXPANDED_NODES:
-            raise Refused(
-                f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a YAML bomb?)"
+            raise Limit(
+                f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a YAML bomb?): "
+                "refusing to read it"
             )
         count = self.decoded
         if (

@@ -201,7 +201,8 @@ def _empty_block_scalar(piece: str) -> bool:
 def load(piece: Piece) -> tuple[bool, Any]:
     """``(True, data)`` read by ``yaml-rs``, or ``(False, None)``: the exact reader must read it.
 
-    The data is as ``yaml-rs`` built it: :func:`.kubeyaml.wire` turns it into kubectl's JSON.
+    The data is as ``yaml-rs`` built it: :func:`.kubejson.wire` (with ``string_keys``) turns it
+    into kubectl's JSON.
     """
     if not piece.fast or yaml_rs is None:
         return False, None
@@ -213,18 +214,4 @@ def load(piece: Piece) -> tuple[bool, Any]:
         )
     except Exception:  # the exact reader reads it again, and explains what is wrong
         return False, None
-    return (True, data) if _string_keys(data) else (False, None)
-
-
-def _string_keys(value: Any) -> bool:
-    """Whether every mapping key is a string (True and 1, 1 and 1.0 are one Python key)."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if not all(type(key) is str for key in node):
-                return False
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return True
+    return True, data
