@@ -163,7 +163,8 @@ HAND_PICKED: list[tuple[str, str]] = [
      "  metadata: {{name: {n}-0, namespace: default}}\n"),
     ("list with items null", "apiVersion: v1\nkind: List\nitems:\n"),
     ("list with items not a list", "apiVersion: v1\nkind: List\nitems: 5\n"),
-    ("list item null", "apiVersion: v1\nkind: ConfigMapList\nitems: [null]\n"),
+    ("list item null",
+     "apiVersion: v1\nkind: ConfigMapList\nitems: [null, {{metadata: {{name: {n}-1}}}}]\n"),
     ("list inside a list", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n"
      "  items:\n  - apiVersion: v1\n    kind: ConfigMap\n"
      "    metadata: {{name: {n}-0, namespace: default}}\n"),

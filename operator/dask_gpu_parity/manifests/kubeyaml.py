@@ -108,6 +108,7 @@ class _Builder:
                 raise
             if self.root is not _OPEN:
                 mark = event.end_mark  # at column 0 it is the next line's start
+                get()  # the document's end: go-yaml parses up to it, so may a syntax error
                 return self.root, first, mark.line + (1 if mark.column else 0)
             event = get()
 
