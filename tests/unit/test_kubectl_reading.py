@@ -242,3 +242,26 @@ def test_a_typed_list_is_applied_item_by_item(tmp_path: Path) -> None:
     assert report["summary"]["resources"] == 2
     assert cli(["fix", "-i", str(path)])[0] == 0
     assert cli(["check", str(path)])[0] == 0
+
+
+def test_a_kustomization_with_a_date_that_is_no_date_ends_no_run(tmp_path: Path) -> None:
+    """The folder walk reads kustomization.yaml for its patch files; a bad value skips that."""
+    (tmp_path / "kustomization.yaml").write_text("resources: [c.yaml]\nnote: 2024-02-30\n")
+    (tmp_path / "c.yaml").write_text(TCP)
+    code, out, err = cli(["check", str(tmp_path)])
+    assert (code, err) == (1, "")
+    assert "DGP001" in out
+
+
+def test_a_kubeconfig_with_a_date_that_is_no_date_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dask_gpu_parity.cli.operator import api_server
+    from dask_gpu_parity.manifests import InputError
+
+    config = tmp_path / "config"
+    config.write_text("current-context: x\nnote: 2024-02-30\n")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(InputError, match="cannot read the kubeconfig"):
+        api_server()

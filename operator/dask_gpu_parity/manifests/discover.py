@@ -221,7 +221,7 @@ def _patches(folder: str) -> frozenset[str]:
         try:
             with open(path, "rb") as handle:
                 data: Any = yaml.safe_load(handle.read(2**20))
-        except (OSError, yaml.YAMLError):
+        except (OSError, yaml.YAMLError, ValueError, RecursionError):  # 2024-02-30 is no date
             continue
         if not isinstance(data, dict):
             return frozenset()
