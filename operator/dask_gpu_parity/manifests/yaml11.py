@@ -119,8 +119,17 @@ def split(text: str) -> list[Piece]:
     """
     odd_breaks = _ODD_LINE_BREAKS.search(text) is not None
 
+    cursor = [0, 0]  # an offset and the line breaks before it: offsets asked only grow
+
     def lines_before(offset: int) -> int:
-        return len(BREAK.findall(text, 0, offset)) if odd_breaks else text.count("\n", 0, offset)
+        at, lines = cursor
+        if offset < at:
+            at = lines = 0
+        lines += (
+            len(BREAK.findall(text, at, offset)) if odd_breaks else text.count("\n", at, offset)
+        )
+        cursor[:] = [offset, lines]
+        return lines
 
     separators: list[int] = []
     bounds: list[tuple[int, int]] = []
