@@ -39,6 +39,9 @@ class NonStringKey(Exception):
 def wire(value: Any, *, string_keys: bool = False) -> Any:
     """The value as kubectl sends it and the API server reads it (see the module's docstring).
 
+    Mappings with string keys and lists are changed in place (their numbers); a mapping with
+    other keys is replaced by a new one.
+
     Args:
         value: as built from YAML or JSON (non-string keys as ``(type name, value)``).
         string_keys: raise NonStringKey at a key that is no string (a loader that is not
@@ -56,9 +59,14 @@ def _wire(value: Any, depth: int, string_keys: bool) -> Any:
     if kind is dict:
         if depth >= MAX_DEPTH:
             raise TooDeep
-        depth += 1
-        if all(type(key) is str for key in value):
-            return {key: _wire(item, depth, string_keys) for key, item in value.items()}
+        if all(type(key) is str for key in value):  # the usual case: values changed in place
+            for key, item in value.items():
+                if type(item) in _PLAIN:
+                    continue
+                sent = _wire(item, depth + 1, string_keys)
+                if sent is not item:
+                    value[key] = sent
+            return value
         if string_keys:
             raise NonStringKey
         out: dict[str, Any] = {}
@@ -68,17 +76,25 @@ def _wire(value: Any, depth: int, string_keys: bool) -> Any:
                 raise Refused(
                     f"two keys become the key {text!r} in JSON, and kubectl keeps either one"
                 )
-            out[text] = _wire(item, depth, string_keys)
+            out[text] = _wire(item, depth + 1, string_keys)
         return out
     if kind is list:
         if depth >= MAX_DEPTH:
             raise TooDeep
-        return [_wire(item, depth + 1, string_keys) for item in value]
+        for index, item in enumerate(value):
+            if type(item) not in _PLAIN:
+                sent = _wire(item, depth + 1, string_keys)
+                if sent is not item:
+                    value[index] = sent
+        return value
     if kind is float:
         return _number(value)
     if kind is int and value not in INT64:
         return float(value)  # go-yaml's uint64: a float64 once JSON is read back
     return value
+
+
+_PLAIN = frozenset((str, bool, type(None)))  # sent as they are
 
 
 def _number(value: float) -> int | float:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +103,8 @@ class Separator(Refused):
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
     map(chr, range(0x2000, 0x200B))
 )
-_SEPARATOR = re.compile(r"^---([^\n]*)", re.MULTILINE)
+# Searched from a line break: a literal first character lets the regex engine skip ahead.
+_SEPARATOR = re.compile(r"\n---([^\n]*)")
 # _CONTENT where \r, \x85, \u2028 and \u2029 break lines too.
 _CONTENT_ANY_BREAK = re.compile(
     r"(?:^|(?<=[\r\n\x85\u2028\u2029]))(?:(?!---(?:[ \r\n\x85\u2028\u2029]|$))[ ]*[^\s#]"
@@ -134,14 +136,14 @@ def split(text: str) -> list[Piece]:
     separators: list[int] = []
     bounds: list[tuple[int, int]] = []
     start = 0
-    for match in _SEPARATOR.finditer(text):
-        rest = match.group(1).strip(_GO_SPACE)
+    for at, after in _separators(text):
+        rest = after.strip(_GO_SPACE)
         if rest and rest[0] != "#":
-            raise Separator(rest, lines_before(match.start()) + 1)
-        separators.append(match.start())
-        if match.start() > start:  # a piece ends; the separator line belongs to no piece
-            bounds.append((start, match.start()))
-            start = min(match.end() + 1, len(text))
+            raise Separator(rest, lines_before(at) + 1)
+        separators.append(at)
+        if at > start:  # a piece ends; the separator line belongs to no piece
+            bounds.append((start, at))
+            start = min(at + 4 + len(after), len(text))
         # else: nothing read since the last cut: kubectl keeps the line in the next piece
     if start < len(text):
         bounds.append((start, len(text)))
@@ -171,6 +173,15 @@ def split(text: str) -> list[Piece]:
         )
         pieces.append(Piece(piece, line, first, end, max(index, 0), fast, content=True))
     return pieces
+
+
+def _separators(text: str) -> Iterator[tuple[int, str]]:
+    """Each line that starts with ``---``: its offset, and the rest of the line."""
+    if text.startswith("---"):
+        end = text.find("\n")
+        yield 0, text[3:] if end < 0 else text[3:end]
+    for match in _SEPARATOR.finditer(text):
+        yield match.start() + 1, match.group(1)
 
 
 def _risky(piece: str) -> bool:
