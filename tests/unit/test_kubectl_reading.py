@@ -127,7 +127,7 @@ def test_json_numbers_are_the_numbers_kubectl_sends() -> None:
     assert [(data[k], type(data[k])) for k in "abcd"] == [
         (1, int), (1.5, float), (0, int), (12345678901234567890.0, float)
     ]  # fmt: skip
-    with pytest.raises(FileError, match="cannot unmarshal number 1e400"):
+    with pytest.raises(FileError, match=r"unsupported value: \+Inf"):
         parse(Source("c.json", '{"kind": "X", "a": 1e400}'))
 
 

@@ -170,32 +170,26 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-# JSON: Go's encoding/json stream, then the unstructured decoder's numbers.
+# JSON: Go's encoding/json stream, then the unstructured decoder's numbers. A number beyond
+# float64 (1e400) decodes as infinity here, which wire() refuses, as the unstructured decoder
+# refuses it: after the stream decoder has taken the value, so a syntax error later in the same
+# value still sends kubectl to its YAML fallback.
 _GO_SPACE = "\t\n\v\f\r \x85\xa0"  # bytes.TrimLeftFunc(unicode.IsSpace) before the "{"
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def _json_int(text: str) -> int | float:
     if len(text) > 20:
-        return _json_float(text)
+        return float(text)
     number = int(text)
     return number if number in INT64 else float(text)
-
-
-def _json_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise Refused(f"cannot unmarshal number {text} into a float64")
-    return value
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is no JSON")
 
 
-_DECODER = json.JSONDecoder(
-    parse_int=_json_int, parse_float=_json_float, parse_constant=_no_constant
-)
+_DECODER = json.JSONDecoder(parse_int=_json_int, parse_float=float, parse_constant=_no_constant)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -215,8 +209,6 @@ def _parse_json(source: Source) -> list[Document]:
         line = bisect.bisect_right(starts, position)
         try:
             data, stop = _DECODER.raw_decode(text, position)
-        except Refused as exc:
-            raise _refusal(source, count, line, exc) from exc
         except RecursionError as exc:
             raise FileError(source.display, "JSON nested too deeply", code=INVALID) from exc
         except ValueError as exc:
