@@ -150,6 +150,8 @@ HAND_PICKED: list[tuple[str, str]] = [
      '"namespace": "default"}}, "spec": {{"gpu": 1E0, "big": 12345678901234567890}}}}'),
     ("JSON overflow", '{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "{n}", '
      '"namespace": "default"}}, "spec": {{"x": 1e400}}}}'),
+    ("JSON overflow, then no JSON", '{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": '
+     '{{"name": "{n}", "namespace": "default"}}, "spec": {{"x": 1e400, "y": 01}}}}'),
     ("JSON stream", '{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "{n}", '
      '"namespace": "default"}}}}\n{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": '
      '{{"name": "{n}-1", "namespace": "default"}}}}\n'),

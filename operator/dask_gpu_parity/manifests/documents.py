@@ -179,7 +179,7 @@ _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def _json_int(text: str) -> int | float:
-    if len(text) > 20:
+    if len(text) > 20:  # more characters than any int64
         return float(text)
     number = int(text)
     return number if number in INT64 else float(text)
