@@ -41,9 +41,10 @@ test: lint controlplane chart-tools ## Everything CI runs: lint, unit, property,
 	$(BIN)/pytest tests provingground/tests
 
 .PHONY: nightly
-nightly: $(STAMP) ## Long property-test run (100,000 examples per property)
+nightly: $(STAMP) controlplane ## Long property-test run (100,000 examples per property; 20,000 YAML cases against kubectl)
 	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/test_properties.py tests/unit/test_yaml11.py \
-	  tests/unit/test_placement_properties.py tests/unit/test_hostile.py
+	  tests/unit/test_placement_properties.py tests/unit/test_hostile.py \
+	  tests/e2e/test_kubectl_reading.py
 
 .PHONY: bench
 bench: $(STAMP) $(if $(shell command -v go),kubeconform) ## Benchmark `check` on 10,000 DaskClusters, beside kubeconform (with Go)

@@ -9,7 +9,7 @@ temporary folder, then times, side by side in one process and alternating:
 * ``pyyaml``: reading the YAML with PyYAML's libyaml loader alone (what reading cost before the
   fast path, and the floor of any checker built on PyYAML);
 * ``parse``: reading it as ``check`` does (``manifests.parse``: yaml-rs where YAML 1.1 and 1.2
-  agree, PyYAML elsewhere; see ``yaml11.py``);
+  agree, the exact reader (kubectl's reading) elsewhere; see ``yaml11.py``);
 * ``check``: the full CLI path, ``main(["check", FILE, "-o", "json"])``: parse, schema, rules,
   line lookup, report, in this process (imports and the compiled schema already loaded);
 * ``check-cli``: the same as users run it, ``python -m dask_gpu_parity.cli check FILE -o json``

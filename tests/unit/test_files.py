@@ -343,18 +343,20 @@ def test_findings_point_at_their_lines_whatever_the_line_ends(tmp_path: Path, ne
         assert cli(["check", str(path)])[0] == 0
 
 
-def test_items_of_nested_lists_are_checked_and_fixed(tmp_path: Path) -> None:
+def test_a_list_inside_a_list_is_refused_as_kubectl_refuses_it(tmp_path: Path) -> None:
+    """kubectl's FlattenListVisitor cannot extract the items of an item (``meta.ExtractList``)."""
     import yaml
 
     cluster = yaml.safe_load(TCP)
     inner = {"apiVersion": "v1", "kind": "List", "items": [cluster]}
     path = tmp_path / "nested.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [inner]}))
-    code, out, _ = cli(["check", str(path), "-o", "json"])
+    content = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [inner]})
+    path.write_text(content)
+    code, out, _ = cli(["check", str(path)])
     assert code == 1
-    assert json.loads(out)["summary"]["resources"] == 1
-    assert cli(["fix", "-i", str(path)])[0] == 0
-    assert cli(["check", str(path)])[0] == 0
+    assert "DGP901 document 1: items/0 is a list itself, which kubectl cannot apply" in out
+    assert cli(["fix", "-i", str(path)])[0] == 2
+    assert path.read_text() == content
 
 
 def test_fix_reads_a_json_file_holding_yaml_as_check_does(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""The fast YAML path reads exactly what PyYAML (YAML 1.1, the API server's reading) reads.
+"""The fast YAML path reads exactly what the exact reader (kubectl's reading) reads.
 
 ``manifests.parse`` sends a document to ``yaml-rs`` only when ``yaml11`` finds nothing in it
-that YAML 1.1 and 1.2 read differently. Every test compares the whole result (documents, their
-numbers and lines, the data, or the error message) with PyYAML reading the same text.
+that go-yaml v2 (YAML 1.1, kubectl's reader) and YAML 1.2 read differently. Every test compares
+the whole result (documents, their numbers and lines, the data, or the error message) with the
+exact reader (libyaml's parser, go-yaml's decoding) reading the same text.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dask_gpu_parity.manifests import InputError, Source, parse, yaml11
-from dask_gpu_parity.manifests.documents import _parse_exact
 
 from .helpers import EXAMPLES
 
@@ -24,10 +24,13 @@ pytestmark = pytest.mark.skipif(yaml11.yaml_rs is None, reason="yaml-rs is not i
 
 def outcome(text: str, *, exact: bool) -> Any:
     source = Source("in.yaml", text)
-    try:
-        docs = _parse_exact(source, text, 0) if exact else parse(source)
-    except InputError as exc:
-        return f"InputError: {exc}"
+    with pytest.MonkeyPatch.context() as patch:
+        if exact:  # without yaml-rs, every piece takes the exact path
+            patch.setattr(yaml11, "yaml_rs", None)
+        try:
+            docs = parse(source)
+        except InputError as exc:
+            return f"InputError: {exc}"
     return [(d.index, d.line, d.end, d.prefix, d.data) for d in docs]
 
 
@@ -41,17 +44,19 @@ def fast(text: str) -> bool:
     return all(p.fast for p in pieces)
 
 
-# Plain scalars that YAML 1.1 (PyYAML) and YAML 1.2 (yaml-rs) read differently, or that
-# PyYAML refuses: each must keep its document off the fast path.
+# Plain scalars that go-yaml v2 (YAML 1.1) and YAML 1.2 (yaml-rs) read differently, or that
+# the exact reader refuses: each must keep its document off the fast path.
 DIFFERENT = [
-    "yes", "No", "ON", "off", "0755", "012", "0o17", "1e3", "1E3", "1.0e3", "1:30",
+    "yes", "No", "ON", "off", "y", "Y", "n", "N", "0755", "012", "0o17", "1e3", "1E3", "1.0e3",
+    "1:30",
     "2001-12-14", "2001-12-14 21:59:43.10 -5", "=", "<<", "-012", "+0755", "1_0:3",
     "+.5", "-.5", "-0o7", "+1e3", ".5e3", "-1E+3", "_1", "+_1", "._1", "_.5", "-__0",
 ]  # fmt: skip
 # Scalars both read the same: common in manifests, they must stay on the fast path.
 ALIKE = [
     "8786", "-1", "+12", "0", "0.5", "25.06", "1.10", "16Gi", "500m", "2k", "true", "False",
-    "null", "~", "y", "n", "inf", "ghcr.io/x:25.06-cuda12.8",
+    "null", "~", "inf", "1.0", "-0", ".inf", "-.inf", ".nan", "yesterday", "no-op",
+    "ghcr.io/x:25.06-cuda12.8",
     "tcp://scheduler:8786", "--port=8786", "dask-cuda-worker", "nvidia.com/gpu",
 ]  # fmt: skip
 
@@ -130,6 +135,13 @@ def test_unusual_syntax_takes_the_exact_path(text: str) -> None:
         "kind: List\nitems:\n- kind: A\n- kind: B\n",
         '{"apiVersion": "v1", "kind": "X"}\n',  # JSON
         "a: \u00e9\u4e2d\U0001f600\n",  # beyond ASCII
+        "true: a\n1: b\n1.0: c\n",  # yaml-rs makes one key of them: the exact path
+        "a: 1\n---\n---\nb: 2\n",  # an empty document between two
+        "\n\n---\na: 1\n",  # blank lines before the first marker: no document
+        "a: 1\n--- # c\nb: 2\n",
+        "a: 1\n---#c\nb: 2\n",  # kubectl cuts here too
+        "a: 1\n--- b: 2\n",  # kubectl refuses the separator
+        "a: 1\n----\n",
     ],
 )
 def test_documents_lines_and_errors_match(text: str) -> None:

@@ -42,7 +42,7 @@ def _kubeconfig_server() -> str:
         try:
             with open(path, "rb") as handle:
                 data = yaml.safe_load(handle.read(2**24))
-        except (OSError, yaml.YAMLError) as exc:
+        except (OSError, yaml.YAMLError, ValueError, RecursionError) as exc:
             raise InputError(f"run: cannot read the kubeconfig {path}: {exc}") from exc
         configs.append(data if isinstance(data, dict) else {})
     current = next((c["current-context"] for c in configs if c.get("current-context")), None)

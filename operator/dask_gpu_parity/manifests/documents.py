@@ -1,26 +1,36 @@
-"""Documents of a source: multi-document YAML and JSON, ``kind: List`` items, no YAML bombs.
+"""Documents of a source, read as kubectl reads them: YAML and JSON streams, lists, no bombs.
 
-Reading uses PyYAML's libyaml loader when present (fast, and it gives each document's line),
-behind the YAML 1.1 gate (``yaml11``) that takes the faster reader where both agree.
+kubectl (``k8s.io/cli-runtime`` ``StreamVisitor``, ``YAMLOrJSONDecoder``) reads a file whose
+first non-blank character is ``{`` as a stream of JSON values, anything else as YAML cut into
+pieces at ``---`` lines (:mod:`.yaml11`), each piece's first document decoded as go-yaml v2 and
+``sigs.k8s.io/yaml`` decode it (:mod:`.kubeyaml`). An object with an ``items`` list (or
+``items: null``) is a list: kubectl applies its items, not it (``meta.IsListType`` on the
+unstructured object; the items of a typed list such as ``DaskClusterList`` without a kind and
+apiVersion get the list's). A document kubectl refuses is refused here, in one line.
+
+Documents that are no object (empty, a list, a scalar), which kubectl refuses, are left out:
+``check`` reads folders where other YAML lives.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from dask_gpu_parity.core.plain import MAX_DEPTH, deeper_than
-
-from . import yaml11
+from . import kubeyaml, yaml11
+from .kubejson import NonStringKey, TooDeep, wire
+from .kubescalar import INT64, Refused
+from .kubeyaml import MAX_EXPANDED_NODES, Loader
 from .sources import INVALID, FileError, Source
 
 __all__ = ["MAX_EXPANDED_NODES", "Document", "Loader", "Scope", "parse"]
 
-Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-MAX_EXPANDED_NODES = 1_000_000
 # A walk's scope (``locate``): the text offsets a mapping or sequence spans. The first may be
 # mid-line (a list item's first key follows its dash); the others start at line starts.
 Scope = tuple[int, int]
@@ -28,7 +38,7 @@ Scope = tuple[int, int]
 
 @dataclass
 class Document:
-    """One object of a source: a YAML document, or an item of a ``kind: List`` document."""
+    """One object of a source: a YAML document, or an item of a list document."""
 
     source: Source
     index: int  # document number in the source, from 0
@@ -45,55 +55,76 @@ class Document:
 def parse(source: Source) -> list[Document]:
     """The objects of a source, in order.
 
-    Documents that are no object (empty, a list, a scalar) are left out: no Kubernetes object.
-
     Raises:
-        FileError: invalid YAML or a YAML bomb (DGP901).
+        FileError: invalid YAML or JSON, a document kubectl refuses, a YAML bomb (DGP901).
     """
-    pieces = yaml11.split(source.text)
-    if pieces is None:
-        return _parse_exact(source, source.text, 0)
+    if source.text.lstrip(_GO_SPACE).startswith("{"):
+        return _parse_json(source)
+    return _parse_yaml(source, source.text, 0)
+
+
+def _parse_yaml(source: Source, text: str, first_index: int) -> list[Document]:
+    """The objects of ``text``: the source's text, or its end padded to keep its line numbers."""
+    try:
+        pieces = yaml11.split(text)
+    except yaml11.Separator as exc:
+        raise FileError(source.display, str(exc), code=INVALID, line=exc.line) from exc
     documents: list[Document] = []
-    for index, piece in enumerate(pieces):
+    for piece in pieces:
+        if not piece.content:
+            continue
+        index = first_index + piece.index
         fast, data = yaml11.load(piece)
         if fast:
-            documents.extend(_objects(source, index, piece.first, piece.end, data))
-        else:  # padded, so PyYAML's marks are the source's line numbers
-            documents.extend(_parse_exact(source, "\n" * piece.line + piece.text, index))
+            try:
+                sent = wire(data, string_keys=True)
+                documents.extend(_objects(source, index, piece.first, piece.end, sent))
+            except NonStringKey:
+                fast = False  # yaml-rs merged keys such as True and 1: the exact path
+            except Refused as exc:
+                raise _refusal(source, index, piece.first, exc) from exc
+        if not fast:  # padded, so the parser's marks are the source's line numbers
+            _parse_exact(documents, source, "\n" * piece.line + piece.text, index)
     return documents
 
 
-def _parse_exact(source: Source, text: str, first_index: int) -> list[Document]:
-    """The objects of ``text`` (all or part of the source) read by PyYAML."""
-    documents: list[Document] = []
-    loader = Loader(text)
-    anchors = "&" in text  # no anchor, no alias: skip the bomb check
+def _parse_exact(documents: list[Document], source: Source, text: str, index: int) -> None:
+    """The object(s) of one piece of the source, read by the exact reader."""
+    line = len(text) - len(text.lstrip("\n")) + 1  # the piece's start
     try:
-        index = first_index
-        while loader.check_node():
-            node = loader.get_node()
-            line = node.start_mark.line + 1 if node is not None else 0
-            if node is not None:
-                if anchors:
-                    _refuse_bombs(node, source, line)
-                data = loader.construct_document(node)
-                mark = node.end_mark  # at column 0 it is the next document's first line
-                end = mark.line + (1 if mark.column else 0)
-                documents.extend(_objects(source, index, line, end, data))
-            index += 1
+        read = kubeyaml.load(text)
+        if read is not None:
+            data, line, end = read
+            _add(documents, source, index, data, line=line, end=end)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+        at, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
         message = f"invalid YAML: {exc.problem or exc.context}{_helm_hint(source)}"
-        raise FileError(source.display, message, code=INVALID, line=line, column=column) from exc
+        raise FileError(source.display, message, code=INVALID, line=at, column=column) from exc
     except yaml.YAMLError as exc:
         message = f"invalid YAML: {exc}{_helm_hint(source)}"
         raise FileError(source.display, message, code=INVALID) from exc
+    except Refused as exc:
+        raise _refusal(source, index, line, exc) from exc
     except RecursionError as exc:
         raise FileError(source.display, "YAML nested too deeply", code=INVALID) from exc
-    finally:
-        loader.dispose()
-    return documents
+
+
+def _refusal(source: Source, index: int, line: int, exc: Refused) -> FileError:
+    message = f"document {index + 1}: {exc}: kubectl refuses it too"
+    if not exc.kubectl_refuses:
+        message = f"document {index + 1}{'' if isinstance(exc, TooDeep) else ':'} {exc}"
+    return FileError(source.display, message, code=INVALID, line=exc.line or line)
+
+
+def _add(
+    documents: list[Document], source: Source, index: int, data: Any, *, line: int, end: int
+) -> None:
+    """Add the objects of one document (as built, before :func:`wire`)."""
+    try:
+        documents.extend(_objects(source, index, line, end, wire(data)))
+    except Refused as exc:
+        raise _refusal(source, index, line, exc) from exc
 
 
 def _helm_hint(source: Source) -> str:
@@ -105,76 +136,101 @@ def _helm_hint(source: Source) -> str:
     )
 
 
-_MAX_LIST_DEPTH = 32  # a List in a List ... deeper than this is read as one object
+def _objects(source: Source, index: int, line: int, end: int, data: Any) -> Iterator[Document]:
+    """The objects of one document: itself, or the items of a list (kubectl's FlattenListVisitor).
 
-
-def _objects(
-    source: Source, index: int, line: int, end: int, data: Any, *, prefix: str = ""
-) -> Iterator[Document]:
-    """The objects of one document: itself, or the items of a ``kind: List``, nested too."""
-    if not prefix and deeper_than(data):
-        raise FileError(
-            source.display,
-            f"document {index + 1} nests deeper than {MAX_DEPTH} levels, which no Kubernetes "
-            "object does: refusing to read it",
-            code=INVALID,
-            line=line,
-        )
+    Raises:
+        Refused: ``items`` is neither a list nor null, or an item is no object or a list itself.
+    """
     if not isinstance(data, dict):
         # Empty, a list or a scalar: no Kubernetes object (a kustomize JSON patch, a
         # pre-commit hooks file, a report), skipped like every other document without Dask.
         return
-    items = data.get("items")
-    nested = prefix.count("/items/")
-    if data.get("kind") == "List" and isinstance(items, list) and nested < _MAX_LIST_DEPTH:
-        for i, item in enumerate(items):
-            yield from _objects(source, index, line, end, item, prefix=f"{prefix}/items/{i}")
+    if "items" not in data or not isinstance(data.get("kind"), str) or not data["kind"]:
+        yield Document(source, index, line, data, end)
         return
-    yield Document(source, index, line, data, end, prefix)
+    items = data["items"]
+    if items is None:
+        return  # an empty list
+    if not isinstance(items, list):
+        raise Refused("items must be a list: kubectl reads an object with items as a list")
+    kind, version = data["kind"], data.get("apiVersion")
+    for i, item in enumerate(items):
+        if item is not None and not isinstance(item, dict):
+            raise Refused(f"items/{i} is no object")
+        obj = item or {}
+        if not _text(obj.get("kind")) and not _text(obj.get("apiVersion")):
+            obj = {**obj, "kind": kind.removesuffix("List"), "apiVersion": _text(version)}
+        if isinstance(obj.get("items"), list):
+            raise Refused(f"items/{i} is a list itself, which kubectl cannot apply")
+        yield Document(source, index, line, obj, end, f"/items/{i}")
 
 
-def _refuse_bombs(root: Any, source: Source, line: int) -> None:
-    """Refuse recursive documents and aliases that expand to more than MAX_EXPANDED_NODES nodes.
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
-    An iterative walk of PyYAML's node graph: a node met again while it is still being walked
-    contains itself (``&a [*a]``), which no JSON object, so no Kubernetes object, can.
+
+# JSON: Go's encoding/json stream, then the unstructured decoder's numbers. A number beyond
+# float64 (1e400) decodes as infinity here, which wire() refuses, as the unstructured decoder
+# refuses it: after the stream decoder has taken the value, so a syntax error later in the same
+# value still sends kubectl to its YAML fallback.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0"  # bytes.TrimLeftFunc(unicode.IsSpace) before the "{"
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _json_int(text: str) -> int | float:
+    if len(text) > 20:  # more characters than any int64
+        return float(text)
+    number = int(text)
+    return number if number in INT64 else float(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON")
+
+
+_DECODER = json.JSONDecoder(parse_int=_json_int, parse_float=float, parse_constant=_no_constant)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _parse_json(source: Source) -> list[Document]:
+    """The objects of a JSON stream.
+
+    What follows a first or second value that is no JSON is read as YAML (kubectl's fallback).
     """
-    sizes: dict[int, int] = {}  # finished nodes: their expanded size
-    walking: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        key = id(node)
-        if children_done:
-            walking.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
-            continue
-        if key in sizes:
-            continue
-        if key in walking:
-            raise FileError(
-                source.display,
-                "a YAML alias refers to a node that contains it: Kubernetes objects cannot be "
-                "recursive",
-                code=INVALID,
-                line=line,
-            )
-        walking.add(key)
-        stack.append((node, True))
-        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
-    if sizes[id(root)] > MAX_EXPANDED_NODES:
-        raise FileError(
-            source.display,
-            f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a YAML bomb?): "
-            "refusing to read it",
-            code=INVALID,
-            line=line,
-        )
+    text = source.text
+    starts = source.line_starts
+    documents: list[Document] = []
+    position, count = 0, 0
+    while True:
+        position = _JSON_SPACE.match(text, position).end()  # type: ignore[union-attr]
+        if position >= len(text):
+            return documents
+        line = bisect.bisect_right(starts, position)
+        try:
+            data, stop = _DECODER.raw_decode(text, position)
+        except RecursionError as exc:
+            raise FileError(source.display, "JSON nested too deeply", code=INVALID) from exc
+        except ValueError as exc:
+            if count > 1:
+                message = f"invalid JSON: {exc}"
+                raise FileError(source.display, message, code=INVALID, line=line) from exc
+            return documents + _parse_yaml(source, _yaml_rest(source, position), count)
+        if "\\u" in text[position:stop] and _SURROGATE.search(
+            dumped := json.dumps(data, ensure_ascii=False)
+        ):
+            data = json.loads(_SURROGATE.sub("\ufffd", dumped))  # Go decodes them as U+FFFD
+        end = bisect.bisect_right(starts, stop - 1)
+        _add(documents, source, count, data, line=line, end=end)
+        position, count = stop, count + 1
 
 
-def _children(node: Any) -> list[Any]:
-    if isinstance(node, yaml.MappingNode):
-        return [item for pair in node.value for item in pair]
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    return []
+def _yaml_rest(source: Source, position: int) -> str:
+    """The text kubectl reads as YAML from ``position``, padded to keep the line numbers."""
+    text = source.text
+    stop = position
+    while stop < len(text) and text[stop] in _GO_SPACE:  # Go's consumeWhitespace
+        stop += 1
+        if text[stop - 1] == "\n":
+            break
+    return "\n" * (bisect.bisect_right(source.line_starts, stop) - 1) + text[stop:]
