@@ -111,7 +111,7 @@ def _parse_exact(documents: list[Document], source: Source, text: str, index: in
 
 
 def _refusal(source: Source, index: int, line: int, exc: Refused) -> FileError:
-    message = f"document {index + 1}: {exc}: kubectl refuses it too"
+    message = f"document {index + 1}: {exc}: kubectl refuses it too{_helm_hint(source)}"
     if not exc.kubectl_refuses:
         message = f"document {index + 1}{'' if isinstance(exc, TooDeep) else ':'} {exc}"
     return FileError(source.display, message, code=INVALID, line=exc.line or line)

@@ -104,7 +104,7 @@ def _patch_chunk(chunk: str, items: list[tuple[str, list[Operation]]]) -> str:
     preamble, body = "".join(lines[:head]), "".join(lines[head:])
     rt = round_trip()
     rt.preserve_quotes = True
-    rt.width = 4096
+    rt.width = 2**30  # never fold a line: a long plain scalar stays on its line, as written
     rt.brace_single_entry_mapping_in_flow_sequence = True  # [{a: b}], not the terse [a: b]
     mapping, sequence, offset = _indentation(body)
     rt.indent(mapping=mapping, sequence=sequence, offset=offset)
