@@ -85,13 +85,19 @@ def _acl(*entries: tuple[int, int, int]) -> bytes:
     return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
 
 
-def test_in_place_keeps_extended_attributes_and_acls(tmp_path: Path) -> None:
+def _reviewed(tmp_path: Path) -> Path:
+    """The TCP example with a user extended attribute (skips where the file system has none)."""
     path = tmp_path / "c.yaml"
     path.write_text(TCP)
     try:
         os.setxattr(path, "user.x", b"reviewed")
     except OSError as exc:  # pragma: no cover - a file system without user xattrs
         pytest.skip(f"no user xattrs here: {exc}")
+    return path
+
+
+def test_in_place_keeps_extended_attributes_and_acls(tmp_path: Path) -> None:
+    path = _reviewed(tmp_path)
     # u::rw-, u:12345:r--, g::r--, m::r--, o::--- (setfacl -m u:12345:r)
     acl = _acl((1, 6, 0xFFFFFFFF), (2, 4, 12345), (4, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF))
     acl += _acl((0x20, 0, 0xFFFFFFFF))[4:]
@@ -192,12 +198,7 @@ def test_an_overwrite_that_fails_leaves_the_old_content(
 def test_attributes_that_cannot_be_copied_make_it_write_in_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text(TCP)
-    try:
-        os.setxattr(path, "user.x", b"reviewed")
-    except OSError as exc:  # pragma: no cover - a file system without user xattrs
-        pytest.skip(f"no user xattrs here: {exc}")
+    path = _reviewed(tmp_path)
     inode = path.stat().st_ino
 
     def refuse(*_args: object) -> None:  # as for security.* attributes without the privilege
