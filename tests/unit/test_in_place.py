@@ -178,12 +178,18 @@ def test_in_place_keeps_a_byte_order_mark(tmp_path: Path) -> None:
     assert cli(["check", str(path)])[0] == 0
 
 
+def _hard_linked(tmp_path: Path) -> Path:
+    """The TCP example with a second hard link: fix must overwrite it in place."""
+    path = tmp_path / "c.yaml"
+    path.write_text(TCP)
+    os.link(path, tmp_path / "second-link.yaml")
+    return path
+
+
 def test_an_overwrite_that_fails_leaves_the_old_content(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text(TCP)
-    os.link(path, tmp_path / "second-link.yaml")  # several links: written in place
+    path = _hard_linked(tmp_path)
 
     def full(*_args: object) -> None:
         raise OSError(28, "No space left on device")
@@ -217,9 +223,7 @@ def test_attributes_that_cannot_be_copied_make_it_write_in_place(
 def test_a_signal_during_an_overwrite_comes_after_the_whole_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text(TCP)
-    os.link(path, tmp_path / "second-link.yaml")  # several links: written in place
+    path = _hard_linked(tmp_path)
     expected = cli(["fix", str(path)])[1]
     real_fallocate = os.posix_fallocate
     calls: list[int] = []
