@@ -22,7 +22,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   kubernetes==37.0.2 durationpy==0.11 oauthlib==4.0.1 requests-oauthlib==2.0.0 \
   websocket-client==1.9.2 aiohttp-retry==2.9.1 pydantic==2.14.4 pydantic-core==2.50.5 \
   annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0 \
-  ruamel.yaml==0.19.1 yaml-rs==0.1.6 pathspec==1.1.1 \
+  ruamel.yaml==0.19.1 yaml-rs==0.1.6 \
   dask-kubernetes==2026.3.0 kr8s==0.20.15 cachetools==8.0.2 cryptography==50.0.2 cffi==2.1.1 \
   pycparser==3.12 exceptiongroup==1.3.2 httpx-ws==0.9.0 wsproto==1.3.2 python-box==8.0.0 \
   python-jsonpath==2.2.2 kubernetes-asyncio==36.1.0 pykube-ng==23.6.0
