@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 from dask_gpu_parity.admission import events as events_module
-from dask_gpu_parity.admission.apiserver import ApiStatusError
+from dask_gpu_parity.admission.apiserver import Conflict, Forbidden
 from dask_gpu_parity.admission.events import EventPoster
 
 REF = {
@@ -27,10 +27,10 @@ class Api:
 
     async def post(self, path: str, body: dict[str, Any]) -> None:
         if self.fail:
-            raise ApiStatusError(403, "forbidden")
+            raise Forbidden(403, "Forbidden")
         name = body["metadata"].get("name")
         if name in self.names:
-            raise ApiStatusError(409, f'events "{name}" already exists')
+            raise Conflict(409, "Conflict", f'events "{name}" already exists')
         if name:
             self.names.add(name)
         self.bodies.append((path, body))

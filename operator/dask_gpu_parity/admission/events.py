@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from dask_gpu_parity.names import DISTRIBUTION
 
-from .apiserver import ApiServer, ApiStatusError, ApiUnavailableError
+from .apiserver import ApiClient, ApiError, Conflict
 
 __all__ = ["EventPoster", "Events"]
 
@@ -95,7 +95,7 @@ class _Queued:
 class EventPoster:
     """Queue Events; :meth:`run` posts them until cancelled."""
 
-    def __init__(self, api: ApiServer, *, rate: float = RATE, burst: int = BURST) -> None:
+    def __init__(self, api: ApiClient, *, rate: float = RATE, burst: int = BURST) -> None:
         self.api = api
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue(QUEUE)
         self._bucket = _Bucket(rate, burst)
@@ -192,12 +192,12 @@ class EventPoster:
             try:
                 await self.api.post(f"/api/v1/namespaces/{namespace}/events", event)
                 self.posted += 1
-            except ApiStatusError as exc:
-                if exc.status == 409 and "name" in event["metadata"]:
-                    self.existing += 1  # the same Event, posted before a restart
+            except Conflict as exc:
+                if "name" not in event["metadata"]:
+                    self._failed(event, exc)
                     continue
-                self._failed(event, exc)
-            except ApiUnavailableError as exc:
+                self.existing += 1  # the same Event, posted before a restart
+            except ApiError as exc:
                 self._failed(event, exc)
 
     def _failed(self, event: Mapping[str, Any], exc: Exception) -> None:

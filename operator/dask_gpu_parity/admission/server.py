@@ -20,18 +20,20 @@ import aiohttp.web
 import kopf
 
 from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
-from . import decisions, kube, metrics, reviews
+from . import decisions, metrics, reviews
+from .apiserver import ApiClient, ApiError, NotFound
 from .state import OperatorState
 from .tls import RELOAD_SECONDS, ServingTLS
 
-__all__ = ["WebhookServer"]
+__all__ = ["READ_SECONDS", "WebhookServer", "read_cluster"]
 
 log = logging.getLogger("dask_gpu_parity")
 # A request's body must arrive within this, below the webhooks' default timeoutSeconds (5): the
 # API server has given up on the request by then anyway.
 BODY_SECONDS = 4.0
-_READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
+READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
 _LOADING = (
     "dask-gpu-parity is still listing nodes, namespaces and policies: this resource was not "
     "checked. Recreate it to have it checked"
@@ -53,6 +55,7 @@ class WebhookServer:
     def __init__(
         self,
         state: OperatorState,
+        api: ApiClient,
         *,
         addr: str,
         port: int,
@@ -61,6 +64,7 @@ class WebhookServer:
         reload_seconds: float = RELOAD_SECONDS,
     ) -> None:
         self.state = state
+        self.api = api
         self.addr, self.port = addr, port
         self.certfile, self.keyfile = certfile, keyfile
         self.reload_seconds = reload_seconds
@@ -143,7 +147,7 @@ class WebhookServer:
             decision = decisions.mutate(obj, policy, inventory, namespace_skip=skip)
         else:
             name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
-            cluster = await _read_cluster(namespace, name) if name else None
+            cluster = await read_cluster(self.api, namespace, name) if name else None
             decision = decisions.validate(
                 obj, policy, inventory, cluster=cluster, namespace_skip=skip
             )
@@ -164,18 +168,25 @@ async def _read(request: aiohttp.web.Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_cluster(namespace: str, name: str) -> decisions.ClusterLookup:
+async def read_cluster(
+    api: ApiClient, namespace: str, name: str, *, timeout: float = READ_SECONDS
+) -> decisions.ClusterLookup:
     """The DaskCluster a GPU worker group joins, read from the API server now.
 
     A read, not an index: consistent with the create that just returned (a group created right
     after its cluster is checked against it), and no watch of every DaskCluster in every
-    webhook replica. Bounded by ``_READ_SECONDS``, so the API server always gets an answer.
+    webhook replica. Bounded by ``timeout``, so the API server always gets an answer.
     """
-    read = asyncio.to_thread(kube.read_dask_cluster, namespace, name, timeout=_READ_SECONDS)
+    path = f"/apis/{DASK_GROUP}/{DASK_VERSION}/namespaces/{namespace}/daskclusters/{name}"
     try:
-        found = await asyncio.wait_for(read, _READ_SECONDS + 0.5)  # the thread's own limit failed
-    except (TimeoutError, kube.ApiError) as exc:
-        error = str(exc) or f"no answer within {_READ_SECONDS:.0f} s"
+        found = await api.get(path, timeout=timeout)
+    except NotFound:
+        return decisions.ClusterLookup(name, found=None)
+    except ApiError as exc:
+        if exc.status:
+            error = f"the API server answered {exc.status} {exc.reason}"
+        else:
+            error = f"the API server did not answer ({exc.reason})"
         log.warning(f"Reading DaskCluster {namespace}/{name} for DGP015 failed: {error}")
         return decisions.ClusterLookup(name, error=error)
     return decisions.ClusterLookup(name, found=found)

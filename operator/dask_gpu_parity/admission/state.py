@@ -24,7 +24,7 @@ from dask_gpu_parity.core.policy_manifest import load
 from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, SKIP_ANNOTATION
 
 from . import metrics
-from .apiserver import ApiServer
+from .apiserver import ApiClient
 from .driftwatch import DriftWatch
 from .informer import Informer, Resource, object_key
 from .nodeindex import NodeChange, NodeIndex
@@ -181,7 +181,7 @@ class OperatorState:
 
     # -- running ---------------------------------------------------------------------------
 
-    def start(self, api: ApiServer) -> None:
+    def start(self, api: ApiClient) -> None:
         """Start the informers, readiness, the metrics publisher and then the drift watch.
 
         The drift watch's informers start once the webhooks' are listed: on one core, listing
@@ -198,14 +198,14 @@ class OperatorState:
         if self.drift is not None:
             self._spawn(self._start_drift(api, self.drift), "drift start")
 
-    async def _start_drift(self, api: ApiServer, drift: DriftWatch) -> None:
+    async def _start_drift(self, api: ApiClient, drift: DriftWatch) -> None:
         await self.ready.wait()
         for resource, sink in drift.sinks():
             self._inform(api, resource, sink)
         self._spawn(drift.run(self), "drift watch")
         self._spawn(drift.events.run(), "events")
 
-    def _inform(self, api: ApiServer, resource: Resource, sink: Any) -> None:
+    def _inform(self, api: ApiClient, resource: Resource, sink: Any) -> None:
         informer = Informer(api, resource, sink)
         self.informers.append(informer)
         self._spawn(informer.run(), f"informer {resource.kind}")
