@@ -26,6 +26,7 @@ from dask_kubernetes.operator.controller import controller
 
 from benchmarks.scale import NAMESPACES, Size, gpu_pools
 from dask_gpu_parity.admission.driftwatch import DriftWatch
+from dask_gpu_parity.admission.events import EventCounts
 from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
 from provingground.parity import example
 from provingground.pools import node_manifest
@@ -43,8 +44,8 @@ class Events:
     async def run(self) -> None:
         await asyncio.Event().wait()
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        return 0, 0, 0, 0, 0
+    def counts(self) -> EventCounts:
+        return EventCounts()
 
 
 async def _patch(namespace: str, name: str, ops: list[Any]) -> None:

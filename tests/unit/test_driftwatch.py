@@ -14,6 +14,7 @@ import pytest
 from dask_kubernetes.operator.controller import controller
 
 from dask_gpu_parity.admission.driftwatch import DriftWatch
+from dask_gpu_parity.admission.events import EventCounts
 from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
 from tests.unit.helpers import example
 from tests.unit.test_nodeindex import node
@@ -43,8 +44,8 @@ class Events:
     async def run(self) -> None:
         await asyncio.Event().wait()
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        return 0, 0, 0, 0, 0
+    def counts(self) -> EventCounts:
+        return EventCounts()
 
     def reasons(self) -> list[str]:
         return [reason for _, _, reason, _ in self.posted]
@@ -149,8 +150,7 @@ def test_first_pass_reports_each_drifted_cluster_once() -> None:
         assert h.watch.checks == checks
         assert len(h.events.posted) == 50
         figures = h.watch.figures()
-        assert figures["drifted"] == (("team", 50),)
-        assert figures["drift_watched"] == 50
+        assert (figures.drifted, figures.watched) == ((("team", 50),), 50)
 
     run(test)
 
@@ -334,6 +334,6 @@ def test_checks_start_while_listing_and_placement_waits_for_every_pod() -> None:
 def test_first_pass_ends_without_any_cluster() -> None:
     async def test(h: Harness) -> None:
         await h.settle()
-        assert h.watch.figures()["drift_watched"] == 0
+        assert h.watch.figures().watched == 0
 
     run(test)

@@ -39,7 +39,7 @@ from typing import Any
 
 from dask_gpu_parity.core.policy import Policy
 
-from . import placement, podevents
+from . import metrics, placement, podevents
 from .driftstore import (
     CLUSTERS,
     DEPLOYMENTS,
@@ -287,14 +287,13 @@ class DriftWatch(DriftStores):
             self._post(n.ref, "Warning", n.reason, n.message, name=n.name, field_path=n.field_path)
         log.warning(f"Scheduler pod {failure.namespace}/{failure.pod}: {failure.text()}")
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> metrics.DriftFigures:
         """The watch's part of the metrics snapshot (namespaces, not clusters, are walked)."""
-        return {
-            "drifted": tuple(sorted(self.specs.counts().items())),
-            "mismatched": tuple(sorted(self.places.counts().items())),
-            "drift_watched": len(self._clusters),
-            "drift_pending": len(self._queue),
-            "drift_checks": self.checks,
-            "drift_first_pass_seconds": self.first_pass_seconds,
-            "events": self.events.counts(),
-        }
+        return metrics.DriftFigures(
+            drifted=tuple(sorted(self.specs.counts().items())),
+            mismatched=tuple(sorted(self.places.counts().items())),
+            watched=len(self._clusters),
+            pending=len(self._queue),
+            checks=self.checks,
+            first_pass_seconds=self.first_pass_seconds,
+        )

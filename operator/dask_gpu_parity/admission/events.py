@@ -25,7 +25,7 @@ from dask_gpu_parity.names import DISTRIBUTION
 
 from .apiserver import ApiClient, ApiError, Conflict
 
-__all__ = ["EventPoster", "Events"]
+__all__ = ["EventCounts", "EventPoster", "Events"]
 
 log = logging.getLogger("dask_gpu_parity")
 WORKERS = 4
@@ -59,6 +59,17 @@ class _Bucket:
             await asyncio.sleep(wait)
 
 
+@dataclass(frozen=True, slots=True)
+class EventCounts:
+    """What became of the Events so far (``dgp_events`` and ``dgp_events_pending``)."""
+
+    posted: int = 0
+    existing: int = 0  # a named Event the API server had already (409): posted before a restart
+    failed: int = 0
+    dropped: int = 0  # the queue was full
+    pending: int = 0  # queued, not posted yet
+
+
 class Events(Protocol):
     """Where the drift watch's Events go (:class:`EventPoster`): queued, then sent by ``run``."""
 
@@ -77,8 +88,8 @@ class Events(Protocol):
     async def run(self) -> None:
         """Send queued Events until cancelled."""
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        """Events posted, already there (409), failed, dropped (queue full) and pending."""
+    def counts(self) -> EventCounts:
+        """What became of the Events so far."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +143,11 @@ class EventPoster:
         except asyncio.QueueFull:
             self.dropped += 1
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        """Events posted, already there (409), failed, dropped (queue full) and pending."""
-        return self.posted, self.existing, self.failed, self.dropped, self._queue.qsize()
+    def counts(self) -> EventCounts:
+        """What became of the Events so far."""
+        return EventCounts(
+            self.posted, self.existing, self.failed, self.dropped, self._queue.qsize()
+        )
 
     def _body(self, queued: _Queued) -> dict[str, Any]:
         ref, message = queued.ref, queued.message

@@ -98,52 +98,60 @@ class WebhookServer:
             await runner.cleanup()
 
     async def _serve(self, request: aiohttp.web.Request) -> aiohttp.web.Response:
-        webhook = request.match_info.get("id", "")
+        route = reviews.route(request.match_info.get("id", ""))
         data: Any = None
+        started = 0.0
         try:
             data = reviews.loads(await asyncio.wait_for(_read(request), BODY_SECONDS))
         except _TooLargeError:
-            answer = reviews.too_large()
+            answer = reviews.answered(reviews.too_large(), route)
         except TimeoutError:  # a slow or half-sent body holds no connection for long
-            answer = reviews.malformed(None, f"the body did not arrive within {BODY_SECONDS:g} s")
+            answer = reviews.answered(
+                reviews.malformed(None, f"the body did not arrive within {BODY_SECONDS:g} s"),
+                route,
+            )
         except (ValueError, RecursionError) as exc:
-            answer = reviews.malformed(None, f"the body is not JSON ({exc})")
+            answer = reviews.answered(
+                reviews.malformed(None, f"the body is not JSON ({exc})"), route
+            )
         else:
-            answer = reviews.triage(data, webhook) or await self._admit_or_explain(webhook, data)
-        result = reviews.edge_result(answer)
-        if result is not None:  # the parity rules' answers are counted by _admit
-            route = webhook if webhook in reviews.ROUTES else "unknown"  # bounded label values
-            metrics.ADMISSIONS.labels("-", "-", route, result).inc()
-        return aiohttp.web.json_response(answer)
+            triaged = reviews.triage(data, route)
+            if triaged is not None:
+                answer = reviews.answered(triaged, route)
+            else:
+                started = time.perf_counter()
+                answer = await self._admit_or_explain(route, data)
+        metrics.count(answer, seconds=time.perf_counter() - started)
+        return aiohttp.web.json_response(answer.review)
 
-    async def _admit_or_explain(self, webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    async def _admit_or_explain(
+        self, route: reviews.Route, data: Mapping[str, Any]
+    ) -> reviews.Answer:
         """``_admit``; an unexpected failure becomes a denial that says so (and is logged)."""
         try:
-            return await self._admit(webhook, data)
+            return await self._admit(route, data)
         except Exception as exc:
             log.exception(
-                f"Webhook /{webhook} failed on request {reviews.review(data, allowed=False)}"
+                f"Webhook /{route.path} failed on request {reviews.review(data, allowed=False)}"
             )
-            return reviews.failed(data, exc)
+            return reviews.answered(reviews.failed(data, exc), route)
 
-    async def _admit(self, webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    async def _admit(self, route: reviews.Route, data: Mapping[str, Any]) -> reviews.Answer:
         """The answer to a well-formed CREATE of a Dask resource sent to one of our webhooks.
 
         ``mutate-*`` gives the scheduler parity and says what changed and why, one warning per
         change; ``validate-*`` denies (enforce) or warns about errors left after mutation.
         """
-        started = time.perf_counter()
         request = data["request"]
         obj = dict(request["object"])
         meta_namespace = as_map(obj.get("metadata")).get("namespace")
         namespace = str(request.get("namespace") or meta_namespace or "")
         state = self.state
         if not state.ready.is_set():  # never, as it does not listen before; but never a verdict
-            return reviews.review(data, allowed=True, warnings=(_LOADING,))
+            return reviews.answered(reviews.review(data, allowed=True, warnings=(_LOADING,)), route)
         labels, skip = state.namespace(namespace)
         policy, inventory = state.policy(labels), state.inventory()
-        action, _, kind = webhook.partition("-")
-        if action == "mutate":
+        if route.mutating:
             decision = decisions.mutate(obj, policy, inventory, namespace_skip=skip)
         else:
             name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
@@ -151,9 +159,7 @@ class WebhookServer:
             decision = decisions.validate(
                 obj, policy, inventory, cluster=cluster, namespace_skip=skip
             )
-        answer = reviews.decided(data, decision)
-        _count(webhook, kind, decision, started)
-        return answer
+        return reviews.ruled(data, route, decision)
 
 
 async def _read(request: aiohttp.web.Request) -> bytes:
@@ -190,21 +196,3 @@ async def read_cluster(
         log.warning(f"Reading DaskCluster {namespace}/{name} for DGP015 failed: {error}")
         return decisions.ClusterLookup(name, error=error)
     return decisions.ClusterLookup(name, found=found)
-
-
-def _count(webhook: str, kind: str, decision: decisions.Decision, started: float) -> None:
-    if decision.skipped:
-        result = "skipped"
-    elif decision.denial:
-        result = "denied"
-        for finding in decision.findings:
-            metrics.DENIALS.labels(finding.code).inc()
-    elif decision.patched is not None:
-        result = "patched"
-        for finding in decision.findings:
-            if finding.fixable:
-                metrics.FIXES.labels(finding.code).inc()
-    else:
-        result = "warned" if decision.warnings else "allowed"
-    metrics.ADMISSIONS.labels(kind, "CREATE", webhook, result).inc()
-    metrics.ADMISSION_SECONDS.labels(webhook).observe(time.perf_counter() - started)

@@ -26,6 +26,7 @@ from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, S
 from . import metrics
 from .apiserver import ApiClient
 from .driftwatch import DriftWatch
+from .events import EventCounts
 from .informer import Informer, Resource, object_key
 from .nodeindex import NodeChange, NodeIndex
 
@@ -251,7 +252,7 @@ class OperatorState:
     def publish(self) -> None:
         """Swap in a new metrics snapshot (cost: classes, informers and namespaces, not nodes)."""
         inventory = self.nodes.snapshot()
-        drift = self.drift.figures() if self.drift is not None else {}
+        drift = self.drift
         metrics.publish(
             metrics.Snapshot(
                 ready=self.ready.is_set(),
@@ -267,6 +268,7 @@ class OperatorState:
                     metrics.InformerFigures(s.kind, s.synced, s.objects, s.lists, s.events)
                     for s in (i.status() for i in self.informers)
                 ),
-                **drift,
+                drift=drift.figures() if drift is not None else metrics.DriftFigures(),
+                events=drift.events.counts() if drift is not None else EventCounts(),
             )
         )
