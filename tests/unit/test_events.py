@@ -53,7 +53,7 @@ async def _drain(poster: EventPoster, expected: int, seconds: float = 10) -> Non
 
 def test_the_bucket_lets_a_burst_through_then_waits() -> None:
     now = [100.0]
-    bucket = events_module._Bucket(rate=4, burst=3, clock=lambda: now[0])
+    bucket = events_module.TokenBucket(rate=4, burst=3, clock=lambda: now[0])
     assert [bucket.delay() for _ in range(3)] == [0, 0, 0]  # the burst
     assert bucket.delay() == 0.25  # then one every 1/rate seconds
     now[0] += 0.25

@@ -14,7 +14,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from dask_gpu_parity.admission import decisions, metrics, reviews
-from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from dask_gpu_parity.admission.state import NODES, OperatorState, Options
 from dask_gpu_parity.core.policy import Policy
 from provingground.cluster import free_port
 from tests.unit.helpers import example
@@ -54,7 +54,7 @@ def test_scrapes_while_nodes_come_and_go() -> None:
             scrapes[0] += 1
 
     async def churn() -> None:
-        sink = _Nodes(state)
+        sink = dict(state.sinks())[NODES]
         for round_ in range(6):
             for i in range(500):
                 sink.upsert(node(f"n{i}", *CLASSES[(i + round_) % 3]))

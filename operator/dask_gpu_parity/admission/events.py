@@ -25,16 +25,16 @@ from dask_gpu_parity.names import DISTRIBUTION
 
 from .apiserver import ApiClient, ApiError, Conflict
 
-__all__ = ["EventCounts", "EventPoster", "Events"]
+__all__ = ["MAX_MESSAGE", "EventCounts", "EventPoster", "Events", "TokenBucket"]
 
 log = logging.getLogger("dask_gpu_parity")
 WORKERS = 4
 RATE, BURST = 50.0, 100  # Events a second, and how many may go at once
 QUEUE = 20_000  # Events waiting at most (about 1 KB each)
-_MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
+MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
 
 
-class _Bucket:
+class TokenBucket:
     """A token bucket: ``take()`` waits until an Event may be posted."""
 
     def __init__(
@@ -55,6 +55,7 @@ class _Bucket:
         return (1 - self.tokens) / self.rate
 
     async def take(self) -> None:
+        """Wait until an Event may be posted, and take its token."""
         while (wait := self.delay()) > 0:
             await asyncio.sleep(wait)
 
@@ -109,7 +110,7 @@ class EventPoster:
     def __init__(self, api: ApiClient, *, rate: float = RATE, burst: int = BURST) -> None:
         self.api = api
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue(QUEUE)
-        self._bucket = _Bucket(rate, burst)
+        self._bucket = TokenBucket(rate, burst)
         self._instance = socket.gethostname()
         self.posted = 0
         self.existing = 0
@@ -152,8 +153,8 @@ class EventPoster:
     def _body(self, queued: _Queued) -> dict[str, Any]:
         ref, message = queued.ref, queued.message
         meta = ref.get("metadata", {})
-        if len(message) > _MAX_MESSAGE:
-            message = message[: _MAX_MESSAGE - 3] + "..."
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 3] + "..."
         named = (
             {"name": queued.name}
             if queued.name

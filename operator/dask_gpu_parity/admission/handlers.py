@@ -74,7 +74,7 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
         settings.networking.request_timeout = 30
         metrics.serve(options.metrics_port, options.addr)
         if options.drift:
-            state.drift = DriftWatch(EventPoster(api[0]), _deployment_patcher(api[0]))
+            state.drift = DriftWatch(state, EventPoster(api[0]), _deployment_patcher(api[0]))
         state.start(api[0])
 
     @kopf.on.login(registry=reg)

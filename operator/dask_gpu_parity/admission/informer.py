@@ -24,7 +24,7 @@ from dask_gpu_parity.core.plain import as_map
 
 from .apiserver import ApiClient, ApiError, Forbidden, Gone, NotFound, error
 
-__all__ = ["Informer", "InformerStatus", "Resource", "Sink", "object_key"]
+__all__ = ["Callbacks", "Informer", "InformerStatus", "Resource", "Sink", "object_key"]
 
 log = logging.getLogger("dask_gpu_parity")
 PAGE_SIZE = 500
@@ -53,6 +53,19 @@ class Sink(Protocol):
 
     def listed(self) -> None:
         """A complete LIST has been applied (the first one, or a relist after 410 Gone)."""
+
+
+def _nothing() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Callbacks:
+    """A :class:`Sink` made of three functions (a store's own methods)."""
+
+    upsert: Callable[[Mapping[str, Any]], None]
+    delete: Callable[[str, Mapping[str, Any] | None], None]
+    listed: Callable[[], None] = _nothing
 
 
 @dataclass(frozen=True)
