@@ -25,8 +25,11 @@ from typing import Any
 from dask_kubernetes.operator.controller import controller
 
 from benchmarks.scale import NAMESPACES, Size, gpu_pools
+from dask_gpu_parity.admission import state as operator
+from dask_gpu_parity.admission.driftstore import CLUSTERS, DEPLOYMENTS
 from dask_gpu_parity.admission.driftwatch import DriftWatch
-from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from dask_gpu_parity.admission.events import EventCounts
+from dask_gpu_parity.admission.state import OperatorState, Options
 from provingground.parity import example
 from provingground.pools import node_manifest
 
@@ -43,8 +46,8 @@ class Events:
     async def run(self) -> None:
         await asyncio.Event().wait()
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        return 0, 0, 0, 0, 0
+    def counts(self) -> EventCounts:
+        return EventCounts()
 
 
 async def _patch(namespace: str, name: str, ops: list[Any]) -> None:
@@ -69,7 +72,7 @@ def objects(clusters: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 async def first_pass(nodes: int, clusters: int) -> dict[str, float]:
     state = OperatorState(Options(certfile="", keyfile=""))
     events = Events()
-    watch = DriftWatch(events, _patch)
+    watch = DriftWatch(state, events, _patch)
     state.drift = watch
     manifests = [
         node_manifest(pool, i)
@@ -78,19 +81,20 @@ async def first_pass(nodes: int, clusters: int) -> dict[str, float]:
     ]
     pairs = objects(clusters)
     times: dict[str, float] = {}
-    task = asyncio.create_task(watch.run(state))
+    task = asyncio.create_task(watch.run())
     started = time.process_time()
-    sink = _Nodes(state)
+    sinks = dict(state.sinks())
     for manifest in manifests:
-        sink.upsert(manifest)
-    state._namespaces.upsert({"metadata": {"name": "default"}})
+        sinks[operator.NODES].upsert(manifest)
+    sinks[operator.NAMESPACES].upsert({"metadata": {"name": "default"}})
     times["nodes in"] = time.process_time() - started
     started = time.process_time()
+    feeds = dict(watch.sinks())
     for doc, deployment in pairs:
-        watch.put_cluster(doc)
-        watch.put_deployment(deployment)
-    for kind in ("daskclusters", "deployments", "pods"):
-        watch.listed(kind)
+        feeds[CLUSTERS].upsert(doc)
+        feeds[DEPLOYMENTS].upsert(deployment)
+    for sink in feeds.values():
+        sink.listed()
     times["clusters in"] = time.process_time() - started
     started = time.process_time()
     while watch.first_pass_seconds is None:

@@ -14,7 +14,9 @@ import pytest
 from dask_kubernetes.operator.controller import controller
 
 from dask_gpu_parity.admission.driftwatch import DriftWatch
-from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from dask_gpu_parity.admission.events import EventCounts
+from dask_gpu_parity.admission.informer import Sink
+from dask_gpu_parity.admission.state import OperatorState, Options
 from tests.unit.helpers import example
 from tests.unit.test_nodeindex import node
 
@@ -43,8 +45,8 @@ class Events:
     async def run(self) -> None:
         await asyncio.Event().wait()
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        return 0, 0, 0, 0, 0
+    def counts(self) -> EventCounts:
+        return EventCounts()
 
     def reasons(self) -> list[str]:
         return [reason for _, _, reason, _ in self.posted]
@@ -84,11 +86,12 @@ class Harness:
         async def patch(namespace: str, name: str, ops: list[Any]) -> None:
             self.patches.append((namespace, name, ops))
 
-        self.watch = DriftWatch(self.events, patch)
+        self.watch = DriftWatch(self.state, self.events, patch)
         self.state.drift = self.watch
-        self.nodes = _Nodes(self.state)
+        sinks = {resource.kind: sink for resource, sink in self.state.sinks()}
+        self.nodes, self.namespaces = sinks["nodes"], sinks["namespaces"]
         if repair:
-            self.state._policies.upsert(
+            sinks["daskgpupolicies"].upsert(
                 {
                     "apiVersion": "gpuparity.dask.org/v1alpha1",
                     "kind": "DaskGPUPolicy",
@@ -96,13 +99,18 @@ class Harness:
                     "spec": {"drift": {"repair": True}},
                 }
             )
-        self.state._namespaces.upsert({"metadata": {"name": "team"}})
+        self.namespaces.upsert({"metadata": {"name": "team"}})
+
+    def listed(self, kind: str) -> None:
+        """The drift watch's informer of ``kind`` has listed everything."""
+        sink: Sink = {r.kind: s for r, s in self.watch.sinks()}[kind]
+        sink.listed()
 
     async def settle(self) -> None:
         """Let the watch check everything marked."""
         for _ in range(200):
             await asyncio.sleep(0)
-            if not self.watch._queue and self.watch.first_pass_seconds is not None:
+            if not self.watch.pending and self.watch.first_pass_seconds is not None:
                 return
         raise AssertionError("the drift watch did not settle")
 
@@ -112,10 +120,10 @@ def run(test: Callable[[Harness], Any], *, listed: bool = True, **kwargs: Any) -
     harness = Harness(**kwargs)
 
     async def main() -> None:
-        task = asyncio.create_task(harness.watch.run(harness.state))
+        task = asyncio.create_task(harness.watch.run())
         if listed:
-            for resource, _ in harness.watch.sinks():
-                harness.watch.listed(resource.kind)
+            for _, sink in harness.watch.sinks():
+                sink.listed()
         try:
             await test(harness)
         finally:
@@ -130,27 +138,26 @@ def test_first_pass_reports_each_drifted_cluster_once() -> None:
     async def test(h: Harness) -> None:
         for i in range(50):
             doc = dask_cluster(f"c{i}")
-            h.watch.put_cluster(doc)
-            h.watch.put_deployment(scheduler_deployment(doc))
+            h.watch.stores.put_cluster(doc)
+            h.watch.stores.put_deployment(scheduler_deployment(doc))
         await h.settle()
         assert h.watch.first_pass_seconds is not None
         assert h.events.reasons() == ["ParityDrift"] * 50
-        assert h.watch.specs.counts() == {"team": 50}
+        assert h.watch.stores.specs.counts() == {"team": 50}
         # Status updates of the dask operator (same spec, same template) check nothing.
         checks = h.watch.checks
         for i in range(50):
             doc = dask_cluster(f"c{i}")
             doc["status"] = {"phase": "Running"}
-            h.watch.put_cluster(doc)
+            h.watch.stores.put_cluster(doc)
             deployment = scheduler_deployment(doc)
             deployment["status"] = {"replicas": 1}
-            h.watch.put_deployment(deployment)
+            h.watch.stores.put_deployment(deployment)
         await h.settle()
         assert h.watch.checks == checks
         assert len(h.events.posted) == 50
         figures = h.watch.figures()
-        assert figures["drifted"] == (("team", 50),)
-        assert figures["drift_watched"] == 50
+        assert (figures.drifted, figures.watched) == ((("team", 50),), 50)
 
     run(test)
 
@@ -163,8 +170,8 @@ def test_a_restarted_watch_names_the_same_drift_alike() -> None:
         async def test(h: Harness) -> None:
             for i in range(3):
                 doc = dask_cluster(f"c{i}")
-                h.watch.put_cluster(doc)
-                h.watch.put_deployment(scheduler_deployment(doc, generation=generation))
+                h.watch.stores.put_cluster(doc)
+                h.watch.stores.put_deployment(scheduler_deployment(doc, generation=generation))
             await h.settle()
 
         return [name for _, name, _ in run(test).events.refs]
@@ -180,20 +187,20 @@ def test_a_restarted_watch_names_the_same_drift_alike() -> None:
 def test_opt_out_and_deletion_clear_the_count() -> None:
     async def test(h: Harness) -> None:
         doc = dask_cluster("c")
-        h.watch.put_cluster(doc)
-        h.watch.put_deployment(scheduler_deployment(doc))
+        h.watch.stores.put_cluster(doc)
+        h.watch.stores.put_deployment(scheduler_deployment(doc))
         await h.settle()
-        assert h.watch.specs.counts() == {"team": 1}
-        h.state._namespaces.upsert(
+        assert h.watch.stores.specs.counts() == {"team": 1}
+        h.namespaces.upsert(
             {"metadata": {"name": "team", "annotations": {"gpuparity.dask.org/skip": "true"}}}
         )
         await h.settle()
-        assert h.watch.specs.counts() == {}
-        h.state._namespaces.upsert({"metadata": {"name": "team"}})
+        assert h.watch.stores.specs.counts() == {}
+        h.namespaces.upsert({"metadata": {"name": "team"}})
         await h.settle()
-        assert h.watch.specs.counts() == {"team": 1}
-        h.watch.drop_cluster(("team", "c"))
-        assert h.watch.specs.counts() == {}
+        assert h.watch.stores.specs.counts() == {"team": 1}
+        h.watch.stores.drop_cluster("team/c")
+        assert h.watch.stores.specs.counts() == {}
 
     run(test)
 
@@ -201,8 +208,8 @@ def test_opt_out_and_deletion_clear_the_count() -> None:
 def test_repair_when_the_policy_allows_it() -> None:
     async def test(h: Harness) -> None:
         doc = dask_cluster("c")
-        h.watch.put_cluster(doc)
-        h.watch.put_deployment(scheduler_deployment(doc))
+        h.watch.stores.put_cluster(doc)
+        h.watch.stores.put_deployment(scheduler_deployment(doc))
         await h.settle()
         await asyncio.sleep(0)
         ((namespace, name, ops),) = h.patches
@@ -219,10 +226,10 @@ def test_driver_upgrade_under_a_running_cluster() -> None:
         for name in ("h0", "h1", "h2"):
             h.nodes.upsert(node(name, *H100))
         doc = dask_cluster("c")
-        h.watch.put_cluster(doc)
-        h.watch.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
-        h.watch.put_pod(pod("c-worker-a", "c", "worker", "h1"))
-        h.watch.put_pod(pod("c-worker-b", "c", "worker", "h2"))
+        h.watch.stores.put_cluster(doc)
+        h.watch.stores.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
+        h.watch.stores.put_pod(pod("c-worker-a", "c", "worker", "h1"))
+        h.watch.stores.put_pod(pod("c-worker-b", "c", "worker", "h2"))
         await h.settle()
         assert h.events.posted == []  # no Deployment seen: no spec check; placement agrees
 
@@ -234,7 +241,7 @@ def test_driver_upgrade_under_a_running_cluster() -> None:
         assert "runs on node h0 with driver 570.172.08 / CUDA 12.8" in message
         assert "driver 580.95.05 / CUDA 13.0 (1 pod: c-worker-a on h1)" in message
         assert "The workers straddle driver classes" in message
-        assert h.watch.places.counts() == {"team": 1}
+        assert h.watch.stores.places.counts() == {"team": 1}
 
         # A node nobody's pods run on changes: nothing is checked.
         checks = h.watch.checks
@@ -251,16 +258,16 @@ def test_driver_upgrade_under_a_running_cluster() -> None:
 
         # Then h0: the scheduler pod is deleted and comes back on the upgraded node.
         posted = len(h.events.posted)
-        h.watch.drop_pod("team/c-scheduler-x")
+        h.watch.stores.drop_pod("team/c-scheduler-x")
         h.nodes.upsert(node("h0", *A100))
         await h.settle()
         assert len(h.events.posted) == posted  # no scheduler pod: no verdict, the last stands
-        assert h.watch.places.counts() == {"team": 1}
-        h.watch.put_pod(pod("c-scheduler-y", "c", "scheduler", "h0"))
+        assert h.watch.stores.places.counts() == {"team": 1}
+        h.watch.stores.put_pod(pod("c-scheduler-y", "c", "scheduler", "h0"))
         await h.settle()
         assert h.events.posted[-1][1:3] == ("Normal", "ParityDriverRestored")
         assert "run on driver 580.95.05 / CUDA 13.0 again" in h.events.posted[-1][3]
-        assert h.watch.places.counts() == {}
+        assert h.watch.stores.places.counts() == {}
 
     run(test)
 
@@ -270,14 +277,14 @@ def test_placement_repair_pins_the_scheduler_to_the_workers_class() -> None:
         for name, pair in (("h0", H100), ("a0", A100)):
             h.nodes.upsert(node(name, *pair))
         doc = dask_cluster("c")
-        h.watch.put_cluster(doc)
+        h.watch.stores.put_cluster(doc)
         fixed = scheduler_deployment(doc)
         fixed["spec"]["template"]["spec"]["containers"][0]["resources"] = {
             "limits": {"nvidia.com/gpu": "1"}
         }
-        h.watch.put_deployment(fixed)
-        h.watch.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
-        h.watch.put_pod(pod("c-worker-a", "c", "worker", "a0"))
+        h.watch.stores.put_deployment(fixed)
+        h.watch.stores.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
+        h.watch.stores.put_pod(pod("c-worker-a", "c", "worker", "a0"))
         await h.settle()
         await asyncio.sleep(0)
         assert "ParityDriverMismatch" in h.events.reasons()
@@ -292,11 +299,11 @@ def test_finished_pods_do_not_count(phase: str) -> None:
     async def test(h: Harness) -> None:
         h.nodes.upsert(node("h0", *H100))
         h.nodes.upsert(node("a0", *A100))
-        h.watch.put_cluster(dask_cluster("c"))
-        h.watch.put_pod(pod("s", "c", "scheduler", "h0"))
+        h.watch.stores.put_cluster(dask_cluster("c"))
+        h.watch.stores.put_pod(pod("s", "c", "scheduler", "h0"))
         done = pod("w", "c", "worker", "a0")
         done["status"]["phase"] = phase
-        h.watch.put_pod(done)
+        h.watch.stores.put_pod(done)
         await h.settle()
         assert h.events.posted == []
 
@@ -309,21 +316,21 @@ def test_checks_start_while_listing_and_placement_waits_for_every_pod() -> None:
         h.nodes.upsert(node("a0", *A100))
         for i in range(3):  # listed before the watch has seen every resource's LIST end
             doc = dask_cluster(f"c{i}")
-            h.watch.put_cluster(doc)
-            h.watch.put_deployment(scheduler_deployment(doc))
-        h.watch.put_pod(pod("c0-s", "c0", "scheduler", "h0"))
-        h.watch.put_pod(pod("c0-w", "c0", "worker", "a0"))
+            h.watch.stores.put_cluster(doc)
+            h.watch.stores.put_deployment(scheduler_deployment(doc))
+        h.watch.stores.put_pod(pod("c0-s", "c0", "scheduler", "h0"))
+        h.watch.stores.put_pod(pod("c0-w", "c0", "worker", "a0"))
         for _ in range(50):
             await asyncio.sleep(0)
         assert h.events.reasons() == ["ParityDrift"] * 3  # spec checks did not wait
         assert h.watch.first_pass_seconds is None
-        h.watch.listed("daskclusters")
-        h.watch.listed("deployments")
+        h.listed("daskclusters")
+        h.listed("deployments")
         for _ in range(50):
             await asyncio.sleep(0)
         assert h.watch.first_pass_seconds is None  # pods not listed: no placement verdict yet
         assert "ParityDriverMismatch" not in h.events.reasons()
-        h.watch.listed("pods")
+        h.listed("pods")
         await h.settle()
         assert h.events.reasons()[-1] == "ParityDriverMismatch"
         assert h.watch.first_pass_seconds is not None
@@ -334,6 +341,6 @@ def test_checks_start_while_listing_and_placement_waits_for_every_pod() -> None:
 def test_first_pass_ends_without_any_cluster() -> None:
     async def test(h: Harness) -> None:
         await h.settle()
-        assert h.watch.figures()["drift_watched"] == 0
+        assert h.watch.figures().watched == 0
 
     run(test)

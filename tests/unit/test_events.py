@@ -9,8 +9,8 @@ import asyncio
 from typing import Any
 
 from dask_gpu_parity.admission import events as events_module
-from dask_gpu_parity.admission.apiserver import ApiStatusError
-from dask_gpu_parity.admission.events import EventPoster
+from dask_gpu_parity.admission.apiserver import Conflict, Forbidden
+from dask_gpu_parity.admission.events import EventCounts, EventPoster
 
 REF = {
     "apiVersion": "kubernetes.dask.org/v1",
@@ -27,20 +27,24 @@ class Api:
 
     async def post(self, path: str, body: dict[str, Any]) -> None:
         if self.fail:
-            raise ApiStatusError(403, "forbidden")
+            raise Forbidden(403, "Forbidden")
         name = body["metadata"].get("name")
         if name in self.names:
-            raise ApiStatusError(409, f'events "{name}" already exists')
+            raise Conflict(409, "Conflict", f'events "{name}" already exists')
         if name:
             self.names.add(name)
         self.bodies.append((path, body))
+
+
+def _done(counts: EventCounts) -> int:
+    return counts.posted + counts.existing + counts.failed
 
 
 async def _drain(poster: EventPoster, expected: int, seconds: float = 10) -> None:
     task = asyncio.create_task(poster.run())
     try:
         async with asyncio.timeout(seconds):
-            while sum(poster.counts()[:3]) < expected:
+            while _done(poster.counts()) < expected:
                 await asyncio.sleep(0.01)
     finally:
         task.cancel()
@@ -49,7 +53,7 @@ async def _drain(poster: EventPoster, expected: int, seconds: float = 10) -> Non
 
 def test_the_bucket_lets_a_burst_through_then_waits() -> None:
     now = [100.0]
-    bucket = events_module._Bucket(rate=4, burst=3, clock=lambda: now[0])
+    bucket = events_module.TokenBucket(rate=4, burst=3, clock=lambda: now[0])
     assert [bucket.delay() for _ in range(3)] == [0, 0, 0]  # the burst
     assert bucket.delay() == 0.25  # then one every 1/rate seconds
     now[0] += 0.25
@@ -76,7 +80,7 @@ def test_events_are_posted_as_core_v1_events() -> None:
     assert (body["type"], body["reason"]) == ("Warning", "ParityDrift")
     assert len(body["message"]) == 1024
     assert body["metadata"] == {"generateName": "c.", "namespace": "team"}
-    assert poster.counts() == (25, 0, 0, 0, 0)
+    assert poster.counts() == EventCounts(posted=25)
 
 
 def test_a_full_queue_drops_and_failures_are_counted(monkeypatch) -> None:
@@ -84,9 +88,9 @@ def test_a_full_queue_drops_and_failures_are_counted(monkeypatch) -> None:
     poster = EventPoster(Api(fail=True))  # type: ignore[arg-type]
     for _ in range(5):
         poster.post(REF, "Normal", "ParityRepaired", "done")
-    assert poster.counts() == (0, 0, 0, 2, 3)
+    assert poster.counts() == EventCounts(dropped=2, pending=3)
     asyncio.run(_drain(poster, 3))
-    assert poster.counts() == (0, 0, 3, 2, 0)
+    assert poster.counts() == EventCounts(failed=3, dropped=2)
 
 
 def test_a_named_event_on_a_part_of_a_pod_is_posted_once() -> None:
@@ -117,4 +121,4 @@ def test_a_named_event_on_a_part_of_a_pod_is_posted_once() -> None:
         "fieldPath": "spec.initContainers{gpu-parity-check}",
     }
     assert generated["metadata"] == {"generateName": "p.", "namespace": "team"}
-    assert poster.counts() == (2, 2, 0, 0, 0)  # two posted, two already there, none failed
+    assert poster.counts() == EventCounts(posted=2, existing=2)  # none failed

@@ -10,11 +10,11 @@ from typing import Any
 import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestServer
-from kubernetes import client
 
 from dask_gpu_parity.admission import informer as informer_module
-from dask_gpu_parity.admission.apiserver import ApiServer
+from dask_gpu_parity.admission.apiserver import ApiClient
 from dask_gpu_parity.admission.informer import Informer, Resource
+from dask_gpu_parity.admission.kube import Connection
 
 
 def obj(name: str, rv: int, **labels: str) -> dict[str, Any]:
@@ -92,9 +92,7 @@ async def run_until(fake: FakeApi, done: Any, *, page_size: int = 2) -> tuple[Si
     app.router.add_get("/api/v1/nodes", fake.handle)
     server = TestServer(app)
     await server.start_server()
-    configuration = client.Configuration()
-    configuration.host = str(server.make_url("")).rstrip("/")
-    api = ApiServer(configuration)
+    api = ApiClient(Connection(str(server.make_url("")).rstrip("/")))
     sink = Sink()
     informer = Informer(api, Resource("nodes", "/api/v1/nodes"), sink, page_size=page_size)
     task = asyncio.create_task(informer.run())

@@ -13,9 +13,11 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from dask_gpu_parity.admission import metrics
-from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
+from dask_gpu_parity.admission import decisions, metrics, reviews
+from dask_gpu_parity.admission.state import NODES, OperatorState, Options
+from dask_gpu_parity.core.policy import Policy
 from provingground.cluster import free_port
+from tests.unit.helpers import example
 from tests.unit.test_nodeindex import CLASSES, node
 
 
@@ -52,7 +54,7 @@ def test_scrapes_while_nodes_come_and_go() -> None:
             scrapes[0] += 1
 
     async def churn() -> None:
-        sink = _Nodes(state)
+        sink = dict(state.sinks())[NODES]
         for round_ in range(6):
             for i in range(500):
                 sink.upsert(node(f"n{i}", *CLASSES[(i + round_) % 3]))
@@ -84,3 +86,37 @@ def test_scrapes_while_nodes_come_and_go() -> None:
     }
     assert sum(gpu.values()) == 250
     assert _get(base + "/readyz") == (200, "ok\n")
+
+
+def _sample(name: str, **labels: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_an_answer_is_counted_under_the_labels_it_carries() -> None:
+    # The example's GPU workers and CPU scheduler: mutation gives the scheduler parity (fixes).
+    route = reviews.route("mutate-daskcluster")
+    decision = decisions.mutate(example("gpu-cluster-tcp.yaml"), Policy(), None)
+    assert decision.patched is not None
+    fixed = {f.code for f in decision.findings if f.fixable}
+    labels = {"kind": "daskcluster", "operation": "CREATE", "webhook": "mutate-daskcluster"}
+    before = _sample("dgp_admission_requests_total", **labels, result="patched")
+    fixes = {code: _sample("dgp_fixes_total", code=code) for code in fixed}
+    timed = _sample("dgp_admission_duration_seconds_count", webhook="mutate-daskcluster")
+    metrics.count(reviews.ruled({}, route, decision), seconds=0.001)
+    assert _sample("dgp_admission_requests_total", **labels, result="patched") == before + 1
+    assert {code: _sample("dgp_fixes_total", code=code) for code in fixed} == {
+        code: n + 1 for code, n in fixes.items()
+    }
+    assert _sample("dgp_admission_duration_seconds_count", webhook="mutate-daskcluster") == (
+        timed + 1
+    )
+
+    # Before the rules: a path with no webhook is counted as "unknown", never by its name.
+    odd = reviews.route("mutate-" + "x" * 300)
+    unknown = {"kind": "-", "operation": "-", "webhook": "unknown", "result": "malformed"}
+    before = _sample("dgp_admission_requests_total", **unknown)
+    metrics.count(reviews.answered(reviews.malformed(None, "bad"), odd), seconds=0.0)
+    assert _sample("dgp_admission_requests_total", **unknown) == before + 1
+    # An UPDATE allowed unchecked is not counted at all.
+    allowed = reviews.answered(reviews.review({}, allowed=True), route)
+    assert allowed.result is None

@@ -211,7 +211,7 @@ def test_a_long_message_is_cut_to_the_event_limit_keeping_what_failed() -> None:
     found = podevents.failure(scheduler_pod(ended(1, message="\x07" * 4096)))  # kubelet's cap
     assert found is not None
     text, cluster_text = found.text(), found.cluster_text()
-    assert podevents.MESSAGE_LIMIT == events._MAX_MESSAGE  # the poster never cuts it again
+    assert podevents.MESSAGE_LIMIT == events.MAX_MESSAGE  # the poster never cuts it again
     assert len(text) <= podevents.MESSAGE_LIMIT
     assert len(cluster_text) <= podevents.MESSAGE_LIMIT
     assert text.startswith("Init container gpu-parity-check failed its GPU check (exit code 1")
@@ -321,7 +321,7 @@ def probe_events(h: Harness) -> list[tuple[str, str, str, str]]:
 def test_each_failure_is_posted_once_on_the_pod_and_its_cluster() -> None:
     async def test(h: Harness) -> None:
         await h.settle()
-        h.watch.put_cluster(dask_cluster("c"))
+        h.watch.stores.put_cluster(dask_cluster("c"))
         t1, t2 = now() - dt.timedelta(seconds=20), now() - dt.timedelta(seconds=5)
         first, second = ended(1, at=t1), ended(1, at=t2, run_id="run2")
         # kubelet's reports, in order, some of them twice (other status fields changed).
@@ -334,7 +334,7 @@ def test_each_failure_is_posted_once_on_the_pod_and_its_cluster() -> None:
             scheduler_pod(WAITING, second, restarts=1),
             scheduler_pod(WAITING, second, restarts=1),
         ):
-            h.watch.put_pod(pod)
+            h.watch.stores.put_pod(pod)
         await h.settle()
         posted = probe_events(h)
         assert [(obj, kind) for obj, kind, _, _ in posted] == [
@@ -350,11 +350,11 @@ def test_each_failure_is_posted_once_on_the_pod_and_its_cluster() -> None:
         (ref, name, field_path) = h.events.refs[-4]
         assert (ref["kind"], field_path) == ("Pod", "spec.initContainers{gpu-parity-check}")
         assert str(name).startswith("c-scheduler-x.")
-        assert len(h.watch.probe_failures) == 1
+        assert len(h.watch.stores.probe_failures) == 1
         # The pod is deleted; the Deployment's next pod (a new uid) fails: posted again.
         h.watch.sinks()[2][1].delete("team/c-scheduler-x", None)
-        assert len(h.watch.probe_failures) == 0
-        h.watch.put_pod(scheduler_pod(second, name="c-scheduler-y", uid="uid-y"))
+        assert len(h.watch.stores.probe_failures) == 0
+        h.watch.stores.put_pod(scheduler_pod(second, name="c-scheduler-y", uid="uid-y"))
         assert len(probe_events(h)) == 6
 
     run(test)
@@ -363,7 +363,7 @@ def test_each_failure_is_posted_once_on_the_pod_and_its_cluster() -> None:
 def test_a_bare_pod_or_an_unlisted_cluster_gets_the_pod_event_alone() -> None:
     async def test(h: Harness) -> None:
         await h.settle()
-        h.watch.put_pod(scheduler_pod(ended(1, at=now())))
+        h.watch.stores.put_pod(scheduler_pod(ended(1, at=now())))
         assert [obj for obj, *_ in probe_events(h)] == ["c-scheduler-x"]
 
     run(test)
@@ -372,10 +372,10 @@ def test_a_bare_pod_or_an_unlisted_cluster_gets_the_pod_event_alone() -> None:
 def test_old_failures_and_workers_are_not_posted() -> None:
     async def test(h: Harness) -> None:
         await h.settle()
-        h.watch.put_cluster(dask_cluster("c"))
+        h.watch.stores.put_cluster(dask_cluster("c"))
         old = ended(1, at=now() - dt.timedelta(hours=2))
-        h.watch.put_pod(scheduler_pod(RUNNING, old, restarts=1))  # listed after a restart
-        h.watch.put_pod(scheduler_pod(ended(1, at=now()), component="worker", name="w"))
+        h.watch.stores.put_pod(scheduler_pod(RUNNING, old, restarts=1))  # listed after a restart
+        h.watch.stores.put_pod(scheduler_pod(ended(1, at=now()), component="worker", name="w"))
         await h.settle()
         assert probe_events(h) == []
 
@@ -389,11 +389,11 @@ def test_opted_out_clusters_get_no_event(where: str) -> None:
         skip = {"gpuparity.dask.org/skip": "true"}
         doc = dask_cluster("c")
         if where == "namespace":
-            h.state._namespaces.upsert({"metadata": {"name": "team", "annotations": skip}})
+            h.namespaces.upsert({"metadata": {"name": "team", "annotations": skip}})
         else:
             doc["metadata"]["annotations"] = skip
-        h.watch.put_cluster(doc)
-        h.watch.put_pod(scheduler_pod(ended(1, at=now())))
+        h.watch.stores.put_cluster(doc)
+        h.watch.stores.put_pod(scheduler_pod(ended(1, at=now())))
         await h.settle()
         assert probe_events(h) == []
 

@@ -101,7 +101,7 @@ def _without(key: str) -> dict[str, Any]:
 def test_triage_answers_what_the_rules_need_not_see(
     data: Any, webhook: str, allowed: bool, code: int | None, text: str
 ) -> None:
-    answer = reviews.triage(data, webhook)
+    answer = reviews.triage(data, reviews.route(webhook))
     assert answer is not None
     assert answer["kind"] == "AdmissionReview"
     response = answer["response"]
@@ -116,9 +116,38 @@ def test_triage_passes_a_create_of_the_paths_kind(webhook: str) -> None:
     resource = {
         "group": "kubernetes.dask.org",
         "version": "v1",
-        "resource": reviews.ROUTES[webhook],
+        "resource": reviews.ROUTES[webhook].plural,
     }
-    assert reviews.triage(_request(resource=resource), webhook) is None
+    assert reviews.triage(_request(resource=resource), reviews.route(webhook)) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "label", "kind", "mutating"),
+    [
+        pytest.param("mutate-daskcluster", "mutate-daskcluster", "daskcluster", True, id="mutate"),
+        pytest.param(
+            "validate-daskworkergroup",
+            "validate-daskworkergroup",
+            "daskworkergroup",
+            False,
+            id="validate",
+        ),
+        pytest.param("mutate-pods", "unknown", "-", False, id="unknown-path-bounded-label"),
+        pytest.param("x" * 5000, "unknown", "-", False, id="long-path-bounded-label"),
+    ],
+)
+def test_the_route_table_gives_each_path_its_labels(
+    path: str, label: str, kind: str, mutating: bool
+) -> None:
+    route = reviews.route(path)
+    assert (route.label, route.kind, route.mutating) == (label, kind, mutating)
+    answer = reviews.answered(reviews.malformed(None, "bad"), route)
+    assert (answer.webhook, answer.kind, answer.operation, answer.result) == (
+        label,
+        "-",
+        "-",
+        "malformed",
+    )
 
 
 def test_review_echoes_uid_and_version_and_encodes_the_patch() -> None:
@@ -143,14 +172,16 @@ def test_failures_and_edge_results() -> None:
     assert message.startswith("dask-gpu-parity failed on this request (RuntimeError: xxx")
     assert "…); see the operator log" in message
     assert len(message) < 500
-    assert reviews.edge_result(failed) == "error"
-    assert reviews.edge_result(reviews.too_large()) == "malformed"
-    assert reviews.edge_result(reviews.malformed(None, "bad")) == "malformed"
-    assert (
-        reviews.edge_result(reviews.review(_request(), allowed=False, code=422, message="no"))
-        is None
-    )
-    assert reviews.edge_result(reviews.review(_request(), allowed=True)) is None
+    route = reviews.route("mutate-daskcluster")
+
+    def result(review: dict[str, Any]) -> str | None:
+        return reviews.answered(review, route).result
+
+    assert result(failed) == "error"
+    assert result(reviews.too_large()) == "malformed"
+    assert result(reviews.malformed(None, "bad")) == "malformed"
+    assert result(reviews.review(_request(), allowed=False, code=422, message="no")) is None
+    assert result(reviews.review(_request(), allowed=True)) is None
 
 
 @pytest.mark.parametrize("body", [b"NaN", b"[Infinity]", b"{not json", b"\xff\xfe"])

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from dask_gpu_parity.admission.apiserver import ApiClient
+from dask_gpu_parity.admission.kube import Connection
 from dask_gpu_parity.admission.server import WebhookServer
 from dask_gpu_parity.admission.state import OperatorState, Options
 from provingground.cluster import free_port
@@ -70,6 +72,7 @@ def test_closed_until_ready_then_serves_renewed_certificate_on_the_same_port(pki
         state = OperatorState(Options(certfile=str(cert), keyfile=str(key)))
         server = WebhookServer(
             state,
+            ApiClient(Connection(f"http://127.0.0.1:{free_port()}")),  # never asked here
             addr="127.0.0.1",
             port=port,
             certfile=str(cert),

@@ -4,9 +4,11 @@ Pure first: ``decisions`` (what to answer), ``reviews`` (AdmissionReviews), ``co
 (the webhook configurations), ``drift`` (a scheduler Deployment against parity), ``placement``
 (where the pods run, by driver class) and ``nodeindex`` (GPU nodes grouped by shape) import no
 I/O library. Then the wiring: ``state`` (the one owner of the running operator's state),
-``informer`` and ``apiserver`` (list-then-watch over aiohttp), ``driftwatch`` and ``events``,
-``server`` (the HTTPS webhook server), ``handlers`` (kopf: settings, ``run``), ``kube`` (the
-Kubernetes client) and ``metrics`` (Prometheus and ``/readyz``).
+``apiserver`` (the one API client, aiohttp: reads, patches, lists, watches, Events) and ``kube``
+(its connection), ``informer`` (list-then-watch), the drift watch (``driftstore``: its stores,
+``driftcheck``: its checks, ``driftwatch``: the two composed, and the marks), ``events``,
+``server`` (the HTTPS webhook server), ``handlers`` (kopf: settings, ``run``) and ``metrics``
+(Prometheus and ``/readyz``).
 
 Importing this package imports no kopf: ``check`` and ``webhook-config`` use its pure modules.
 """

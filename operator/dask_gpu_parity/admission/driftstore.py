@@ -1,17 +1,19 @@
 """The drift watch's stores, fed by informers: each DaskCluster, scheduler Deployment, Dask pod.
 
-Stored per cluster: its spec without the scheduler's pod spec (the Deployment's template
-replaces it) and the template, each as compressed JSON; per pod, its node; per scheduler pod
-whose ``gpu-parity-check`` failed, which failure was last reported (``podevents.py``).
+Kept: per cluster, its spec without the scheduler's pod spec and the Deployment's template
+(which replaces it), as compressed JSON; per pod, its node; the failed ``gpu-parity-check`` last
+reported per scheduler pod (``podevents.py``); the verdicts so far. Each change tells its
+:class:`Changes` (the drift watch, ``driftwatch.py``) which clusters to check again.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.names import (
@@ -24,16 +26,28 @@ from dask_gpu_parity.names import (
 )
 
 from . import drift, placement, podevents
-from .informer import Resource, object_key
+from .informer import Callbacks, Resource, Sink, object_key
 
-__all__ = ["CLUSTERS", "DEPLOYMENTS", "PLACEMENT", "PODS", "SPEC", "DriftStores", "Key"]
+__all__ = [
+    "CLUSTERS",
+    "DEPLOYMENTS",
+    "PLACEMENT",
+    "PODS",
+    "SPEC",
+    "Changes",
+    "DriftStores",
+    "Key",
+    "StoredCluster",
+    "StoredDeployment",
+    "StoredPod",
+]
 
 CLUSTERS = Resource("daskclusters", f"/apis/{DASK_GROUP}/{DASK_VERSION}/daskclusters")
 DEPLOYMENTS = Resource(
     "deployments", "/apis/apps/v1/deployments", label_selector=f"{COMPONENT_LABEL}=scheduler"
 )
 PODS = Resource("pods", "/api/v1/pods", label_selector=f"{COMPONENT_LABEL} in (scheduler,worker)")
-SPEC, PLACEMENT = 1, 2
+SPEC, PLACEMENT = 1, 2  # what to check again: flags of a mark
 Key = tuple[str, str]  # (namespace, DaskCluster name)
 
 
@@ -46,9 +60,11 @@ def _unpack(blob: bytes) -> Any:
 
 
 @dataclass(frozen=True)
-class _Cluster:
+class StoredCluster:
+    """A DaskCluster as the drift watch keeps it."""
+
     uid: str
-    skip: bool
+    skip: bool  # opted out by its annotation
     blob: bytes  # apiVersion, kind, metadata (name, namespace, uid), spec minus scheduler.spec
 
     def ref(self, key: Key) -> dict[str, Any]:
@@ -56,59 +72,125 @@ class _Cluster:
         meta = {"namespace": key[0], "name": key[1], "uid": self.uid}
         return {"apiVersion": DASK_API_VERSION, "kind": "DaskCluster", "metadata": meta}
 
+    def body(self) -> dict[str, Any]:
+        """The DaskCluster as stored (without the scheduler's pod spec)."""
+        found: dict[str, Any] = _unpack(self.blob)
+        return found
+
 
 @dataclass(frozen=True)
-class _Deployment:
+class StoredDeployment:
+    """A scheduler Deployment as the drift watch keeps it."""
+
     key: Key
     name: str
     uid: str
     generation: Any
     blob: bytes  # spec.template.spec
 
+    def template(self) -> dict[str, Any]:
+        """The pod template's spec."""
+        found: dict[str, Any] = _unpack(self.blob)
+        return found
+
 
 @dataclass(frozen=True)
-class _Pod:
+class StoredPod:
+    """A Dask pod bound to a node."""
+
     key: Key
-    component: str
+    component: str  # scheduler or worker
     node: str
+
+
+class Changes(Protocol):
+    """What the stores tell of each change (the drift watch)."""
+
+    def mark(self, key: Key, what: int) -> None:
+        """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
+
+    def listed(self, kind: str) -> None:
+        """A resource's LIST is complete."""
+
+    def probe_failed(self, failure: podevents.ProbeFailure) -> None:
+        """A scheduler pod's ``gpu-parity-check`` failed (each failure once)."""
 
 
 class DriftStores:
     """What the drift watch keeps of the cluster: DaskClusters, scheduler Deployments, Dask pods.
 
-    The informers feed ``put_*``/``drop_*``; each change calls ``mark`` with the clusters it can
-    affect, which :class:`~.driftwatch.DriftWatch` checks.
+    The informers feed ``put_*``/``drop_*`` (through :meth:`sinks`); each change tells
+    ``changes`` which clusters it can affect.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, changes: Changes) -> None:
+        self.changes = changes
         self.specs = drift.Tracker()
         self.places = placement.Tracker()
-        self._clusters: dict[Key, _Cluster] = {}
+        self.probe_failures = podevents.Seen()
+        self.listed: set[str] = set()  # resources whose first LIST is complete
+        self._clusters: dict[Key, StoredCluster] = {}
         self._by_namespace: dict[str, set[str]] = {}
-        self._deployments: dict[Key, _Deployment] = {}
+        self._deployments: dict[Key, StoredDeployment] = {}
         self._deployment_keys: dict[str, Key] = {}  # "namespace/name" -> cluster
-        self._pods: dict[str, _Pod] = {}  # "namespace/name" -> pod
+        self._pods: dict[str, StoredPod] = {}  # "namespace/name" -> pod
         self._pods_of: dict[Key, set[str]] = {}
         self._on_node: dict[str, dict[Key, int]] = {}
-        self.probe_failures = podevents.Seen()
 
-    def mark(self, key: Key, what: int) -> None:
-        """Check this cluster again (``SPEC``, ``PLACEMENT`` or both)."""
-        raise NotImplementedError
+    def __len__(self) -> int:
+        """DaskClusters held."""
+        return len(self._clusters)
 
-    def listed(self, kind: str) -> None:
-        """A resource's first LIST is complete."""
-        raise NotImplementedError
+    def clusters(self) -> list[Key]:
+        """Every DaskCluster held."""
+        return list(self._clusters)
 
-    def probe_failed(self, failure: podevents.ProbeFailure) -> None:
-        """A scheduler pod's ``gpu-parity-check`` failed (each failure once)."""
-        raise NotImplementedError
+    def cluster(self, key: Key) -> StoredCluster | None:
+        """The DaskCluster, if held."""
+        return self._clusters.get(key)
 
-    # -- what the informers feed ---------------------------------------------------------------
+    def deployment(self, key: Key) -> StoredDeployment | None:
+        """The cluster's scheduler Deployment, if held."""
+        return self._deployments.get(key)
 
-    def sinks(self) -> list[tuple[Resource, Any]]:
-        """The informers this watch needs, with their sinks."""
-        return [(CLUSTERS, _Clusters(self)), (DEPLOYMENTS, _Deployments(self)), (PODS, _Pods(self))]
+    def pods(self, key: Key) -> list[tuple[str, StoredPod]]:
+        """The cluster's pods bound to nodes, by ``namespace/name``."""
+        return [(name, self._pods[name]) for name in self._pods_of.get(key, ())]
+
+    def on_node(self, node: str) -> list[Key]:
+        """The clusters with a pod on ``node``."""
+        return list(self._on_node.get(node, ()))
+
+    def namespaces(self) -> Iterator[tuple[str, set[str]]]:
+        """Each namespace with DaskClusters, and their names."""
+        return iter(self._by_namespace.items())
+
+    def in_namespace(self, namespace: str) -> list[Key]:
+        """The DaskClusters of one namespace."""
+        return [(namespace, name) for name in self._by_namespace.get(namespace, ())]
+
+    def sinks(self) -> list[tuple[Resource, Sink]]:
+        """The informers the stores need, with their sinks."""
+        feeds = (
+            (CLUSTERS, self.put_cluster, self.drop_cluster),
+            (DEPLOYMENTS, self.put_deployment, self.drop_deployment),
+            (PODS, self.put_pod, self._pod_gone),
+        )
+        return [
+            (resource, Callbacks(put, drop, functools.partial(self._listed, resource.kind)))
+            for resource, put, drop in feeds
+        ]
+
+    def _listed(self, kind: str) -> None:
+        if kind == PODS.kind and kind not in self.listed:  # Pods now give placement verdicts
+            for key in self._pods_of:
+                self.changes.mark(key, PLACEMENT)
+        self.listed.add(kind)
+        self.changes.listed(kind)
+
+    def _pod_gone(self, name: str, obj: Mapping[str, Any] | None = None) -> None:
+        self.drop_pod(name)
+        self.probe_failures.forget(name)
 
     def put_cluster(self, obj: Mapping[str, Any]) -> None:
         """A DaskCluster listed, added or changed."""
@@ -125,15 +207,17 @@ class DriftStores:
             "spec": spec,
         }
         skip = str(as_map(meta.get("annotations")).get(SKIP_ANNOTATION, "")).lower() == "true"
-        record = _Cluster(str(meta.get("uid", "")), skip, _pack(minimal))
+        record = StoredCluster(str(meta.get("uid", "")), skip, _pack(minimal))
         if self._clusters.get(key) == record:
             return  # a status or annotation update of the dask operator
         self._clusters[key] = record
         self._by_namespace.setdefault(key[0], set()).add(key[1])
-        self.mark(key, SPEC | PLACEMENT)
+        self.changes.mark(key, SPEC | PLACEMENT)
 
-    def drop_cluster(self, key: Key) -> None:
-        """A DaskCluster is gone."""
+    def drop_cluster(self, name: str, obj: Mapping[str, Any] | None = None) -> None:
+        """A DaskCluster (``namespace/name``) is gone."""
+        namespace, _, cluster = name.partition("/")
+        key = (namespace, cluster)
         if self._clusters.pop(key, None) is None:
             return
         names = self._by_namespace.get(key[0], set())
@@ -151,20 +235,15 @@ class DriftStores:
             return
         key = (str(meta.get("namespace", "")), cluster)
         template = as_map(as_map(as_map(obj.get("spec")).get("template")).get("spec"))
-        record = _Deployment(
-            key,
-            str(meta.get("name", "")),
-            str(meta.get("uid", "")),
-            meta.get("generation"),
-            _pack(template),
-        )
+        name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+        record = StoredDeployment(key, name, uid, meta.get("generation"), _pack(template))
         if self._deployments.get(key) == record:
             return  # a status update (replicas, conditions)
         self._deployments[key] = record
         self._deployment_keys[object_key(obj)] = key
-        self.mark(key, SPEC | PLACEMENT)
+        self.changes.mark(key, SPEC | PLACEMENT)
 
-    def drop_deployment(self, deployment: str) -> None:
+    def drop_deployment(self, deployment: str, obj: Mapping[str, Any] | None = None) -> None:
         """A scheduler Deployment (``namespace/name``) is gone."""
         key = self._deployment_keys.pop(deployment, None)
         if key is not None and self._deployments.pop(key, None) is not None:
@@ -181,7 +260,7 @@ class DriftStores:
         if component == "scheduler":
             failure = podevents.failure(obj)
             if failure is not None and self.probe_failures.new(name, failure):
-                self.probe_failed(failure)
+                self.changes.probe_failed(failure)
         if (
             not isinstance(cluster, str)
             or not isinstance(node, str)
@@ -190,7 +269,7 @@ class DriftStores:
         ):
             self.drop_pod(name)  # not running anywhere (yet, or any more)
             return
-        pod = _Pod((str(meta.get("namespace", "")), cluster), str(component), node)
+        pod = StoredPod((str(meta.get("namespace", "")), cluster), str(component), node)
         old = self._pods.get(name)
         if old == pod:
             return
@@ -200,7 +279,7 @@ class DriftStores:
         self._pods_of.setdefault(pod.key, set()).add(name)
         on_node = self._on_node.setdefault(node, {})
         on_node[pod.key] = on_node.get(pod.key, 0) + 1
-        self.mark(pod.key, PLACEMENT)
+        self.changes.mark(pod.key, PLACEMENT)
 
     def drop_pod(self, name: str) -> None:
         """A Dask pod is gone (or no longer bound to a node)."""
@@ -217,48 +296,4 @@ class DriftStores:
             del on_node[pod.key]
         if not on_node:
             self._on_node.pop(pod.node, None)
-        self.mark(pod.key, PLACEMENT)
-
-
-class _Clusters:
-    def __init__(self, watch: DriftStores) -> None:
-        self.watch = watch
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        self.watch.put_cluster(obj)
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        namespace, _, name = key.partition("/")
-        self.watch.drop_cluster((namespace, name))
-
-    def listed(self) -> None:
-        self.watch.listed(CLUSTERS.kind)
-
-
-class _Deployments:
-    def __init__(self, watch: DriftStores) -> None:
-        self.watch = watch
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        self.watch.put_deployment(obj)
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self.watch.drop_deployment(key)
-
-    def listed(self) -> None:
-        self.watch.listed(DEPLOYMENTS.kind)
-
-
-class _Pods:
-    def __init__(self, watch: DriftStores) -> None:
-        self.watch = watch
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        self.watch.put_pod(obj)
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self.watch.drop_pod(key)
-        self.watch.probe_failures.forget(key)
-
-    def listed(self) -> None:
-        self.watch.listed(PODS.kind)
+        self.changes.mark(pod.key, PLACEMENT)

@@ -23,18 +23,18 @@ from typing import Any, Protocol
 
 from dask_gpu_parity.names import DISTRIBUTION
 
-from .apiserver import ApiServer, ApiStatusError, ApiUnavailableError
+from .apiserver import ApiClient, ApiError, Conflict
 
-__all__ = ["EventPoster", "Events"]
+__all__ = ["MAX_MESSAGE", "EventCounts", "EventPoster", "Events", "TokenBucket"]
 
 log = logging.getLogger("dask_gpu_parity")
 WORKERS = 4
 RATE, BURST = 50.0, 100  # Events a second, and how many may go at once
 QUEUE = 20_000  # Events waiting at most (about 1 KB each)
-_MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
+MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
 
 
-class _Bucket:
+class TokenBucket:
     """A token bucket: ``take()`` waits until an Event may be posted."""
 
     def __init__(
@@ -55,8 +55,20 @@ class _Bucket:
         return (1 - self.tokens) / self.rate
 
     async def take(self) -> None:
+        """Wait until an Event may be posted, and take its token."""
         while (wait := self.delay()) > 0:
             await asyncio.sleep(wait)
+
+
+@dataclass(frozen=True, slots=True)
+class EventCounts:
+    """What became of the Events so far (``dgp_events`` and ``dgp_events_pending``)."""
+
+    posted: int = 0
+    existing: int = 0  # a named Event the API server had already (409): posted before a restart
+    failed: int = 0
+    dropped: int = 0  # the queue was full
+    pending: int = 0  # queued, not posted yet
 
 
 class Events(Protocol):
@@ -77,8 +89,8 @@ class Events(Protocol):
     async def run(self) -> None:
         """Send queued Events until cancelled."""
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        """Events posted, already there (409), failed, dropped (queue full) and pending."""
+    def counts(self) -> EventCounts:
+        """What became of the Events so far."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +107,10 @@ class _Queued:
 class EventPoster:
     """Queue Events; :meth:`run` posts them until cancelled."""
 
-    def __init__(self, api: ApiServer, *, rate: float = RATE, burst: int = BURST) -> None:
+    def __init__(self, api: ApiClient, *, rate: float = RATE, burst: int = BURST) -> None:
         self.api = api
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue(QUEUE)
-        self._bucket = _Bucket(rate, burst)
+        self._bucket = TokenBucket(rate, burst)
         self._instance = socket.gethostname()
         self.posted = 0
         self.existing = 0
@@ -132,15 +144,17 @@ class EventPoster:
         except asyncio.QueueFull:
             self.dropped += 1
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        """Events posted, already there (409), failed, dropped (queue full) and pending."""
-        return self.posted, self.existing, self.failed, self.dropped, self._queue.qsize()
+    def counts(self) -> EventCounts:
+        """What became of the Events so far."""
+        return EventCounts(
+            self.posted, self.existing, self.failed, self.dropped, self._queue.qsize()
+        )
 
     def _body(self, queued: _Queued) -> dict[str, Any]:
         ref, message = queued.ref, queued.message
         meta = ref.get("metadata", {})
-        if len(message) > _MAX_MESSAGE:
-            message = message[: _MAX_MESSAGE - 3] + "..."
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 3] + "..."
         named = (
             {"name": queued.name}
             if queued.name
@@ -192,12 +206,12 @@ class EventPoster:
             try:
                 await self.api.post(f"/api/v1/namespaces/{namespace}/events", event)
                 self.posted += 1
-            except ApiStatusError as exc:
-                if exc.status == 409 and "name" in event["metadata"]:
-                    self.existing += 1  # the same Event, posted before a restart
+            except Conflict as exc:
+                if "name" not in event["metadata"]:
+                    self._failed(event, exc)
                     continue
-                self._failed(event, exc)
-            except ApiUnavailableError as exc:
+                self.existing += 1  # the same Event, posted before a restart
+            except ApiError as exc:
                 self._failed(event, exc)
 
     def _failed(self, event: Mapping[str, Any], exc: Exception) -> None:

@@ -4,7 +4,8 @@ kopf runs the webhook server (``server.py``: our HTTPS server and answers) and s
 liveness endpoint; it watches nothing and posts no Events (``events.py`` does). What the
 operator knows of the cluster comes from our own informers (``informer.py``, owned by
 ``state.py``): kopf's per-object indexing was superlinear in the number of objects, and it
-served webhooks before its indices were filled.
+served webhooks before its indices were filled. Every call to the API server goes through one
+client (``apiserver.py``) on kopf's event loop; kopf logs in with the same connection.
 
 It runs beside the dask-kubernetes operator (also kopf) on the same resources, so it never uses
 kopf's defaults for what it writes (docs/operator.md, "Beside the dask operator"): its own
@@ -15,9 +16,9 @@ own by :func:`run`, with the state they share, so importing this module register
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
@@ -25,7 +26,7 @@ import kopf
 from dask_gpu_parity.names import PREFIX
 
 from . import kube, metrics
-from .apiserver import ApiServer
+from .apiserver import ApiClient
 from .driftwatch import DriftWatch
 from .events import EventPoster
 from .server import WebhookServer
@@ -34,16 +35,22 @@ from .state import OperatorState, Options
 __all__ = ["Options", "registry", "run"]
 
 
-async def _patch_deployment(namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
-    """Patch a scheduler Deployment (this restarts the scheduler), off the event loop."""
-    await asyncio.to_thread(kube.patch_deployment, namespace, name, ops)
+def _deployment_patcher(
+    api: ApiClient,
+) -> Callable[[str, str, list[dict[str, Any]]], Awaitable[None]]:
+    """Patch a scheduler Deployment with a JSON Patch (this restarts the scheduler)."""
+
+    async def patch(namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+        await api.patch(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}", ops)
+
+    return patch
 
 
 def registry(state: OperatorState) -> kopf.OperatorRegistry:
     """A kopf registry with this operator's activities, bound to ``state``."""
     reg = kopf.OperatorRegistry()
     options = state.options
-    api: list[ApiServer] = []
+    api: list[ApiClient] = []
 
     @kopf.on.startup(registry=reg)
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -53,8 +60,10 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
             prefix=PREFIX, key="last-handled-configuration"
         )
+        api.append(ApiClient(kube.connection()))
         settings.admission.server = WebhookServer(
             state,
+            api[0],
             addr=options.addr,
             port=options.port,
             certfile=options.certfile,
@@ -64,15 +73,26 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
         settings.posting.enabled = False  # our Events go through events.py
         settings.networking.request_timeout = 30
         metrics.serve(options.metrics_port, options.addr)
-        api.append(ApiServer(kube.configuration()))
         if options.drift:
-            state.drift = DriftWatch(EventPoster(api[0]), _patch_deployment)
+            state.drift = DriftWatch(state, EventPoster(api[0]), _deployment_patcher(api[0]))
         state.start(api[0])
 
     @kopf.on.login(registry=reg)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        """Credentials for kopf's own calls (API discovery): the client's, as ours."""
-        return kopf.login_via_client(**kwargs)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        """Credentials for kopf's own calls (API discovery): the operator's connection."""
+        found = kube.connection()
+        scheme, token = (found.authorization() or "").partition(" ")[::2]
+        if not token:  # a bare token, with no scheme (RFC 7235)
+            scheme, token = "", scheme
+        return kopf.ConnectionInfo(
+            server=found.server,
+            ca_path=found.ca_file,
+            insecure=not found.verify,
+            scheme=scheme or None,
+            token=token or None,
+            certificate_path=found.cert_file,
+            private_key_path=found.key_file,
+        )
 
     @kopf.on.cleanup(registry=reg)
     async def stop(**_: Any) -> None:

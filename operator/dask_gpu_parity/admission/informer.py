@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 from dask_gpu_parity.core.plain import as_map
 
-from .apiserver import ApiServer, ApiStatusError, ApiUnavailableError
+from .apiserver import ApiClient, ApiError, Forbidden, Gone, NotFound, error
 
-__all__ = ["Informer", "InformerStatus", "Resource", "Sink", "object_key"]
+__all__ = ["Callbacks", "Informer", "InformerStatus", "Resource", "Sink", "object_key"]
 
 log = logging.getLogger("dask_gpu_parity")
 PAGE_SIZE = 500
@@ -55,6 +55,19 @@ class Sink(Protocol):
         """A complete LIST has been applied (the first one, or a relist after 410 Gone)."""
 
 
+def _nothing() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Callbacks:
+    """A :class:`Sink` made of three functions (a store's own methods)."""
+
+    upsert: Callable[[Mapping[str, Any]], None]
+    delete: Callable[[str, Mapping[str, Any] | None], None]
+    listed: Callable[[], None] = _nothing
+
+
 @dataclass(frozen=True)
 class InformerStatus:
     """What ``/metrics`` and ``/readyz`` say about one informer (a snapshot)."""
@@ -78,7 +91,7 @@ class Informer:
     """One resource, listed then watched, for as long as :meth:`run` runs."""
 
     def __init__(
-        self, api: ApiServer, resource: Resource, sink: Sink, *, page_size: int = PAGE_SIZE
+        self, api: ApiClient, resource: Resource, sink: Sink, *, page_size: int = PAGE_SIZE
     ) -> None:
         self.api = api
         self.resource = resource
@@ -122,15 +135,12 @@ class Informer:
                     self._failures = 0
                 await self._watch()
                 self._failures = 0
-            except ApiStatusError as exc:
-                if exc.status == 410:
-                    log.info(f"Watch of {self.resource.kind}: {exc}; listing again")
-                    need_list = True
-                    continue
+            except Gone as exc:
+                log.info(f"Watch of {self.resource.kind}: {exc}; listing again")
+                need_list = True
+            except ApiError as exc:
                 await self._failed(exc)
-                need_list = need_list or exc.status == 404
-            except ApiUnavailableError as exc:
-                await self._failed(exc)
+                need_list = need_list or isinstance(exc, NotFound)
 
     async def _failed(self, exc: Exception) -> None:
         self._error = str(exc)
@@ -138,7 +148,7 @@ class Informer:
         self._failures += 1
         delay = _BACKOFF[min(failures, len(_BACKOFF) - 1)]
         hint = ""
-        if isinstance(exc, ApiStatusError) and exc.status == 403:
+        if isinstance(exc, Forbidden):
             hint = f" (RBAC: the operator needs list and watch on {self.resource.kind})"
         log.warning(
             f"{'Listing' if not self.synced.is_set() else 'Watching'} {self.resource.kind} "
@@ -159,12 +169,12 @@ class Informer:
                 params["labelSelector"] = self.resource.label_selector
             try:
                 page = await self.api.get(self.resource.path, params)
-            except ApiStatusError as exc:
-                if exc.status == 410 and token:  # the continue token expired: start over
-                    seen, token = set(), ""
-                    continue
-                if exc.status != 404:
+            except Gone:
+                if not token:
                     raise
+                seen, token = set(), ""  # the continue token expired: start over
+                continue
+            except NotFound:
                 log.warning(
                     f"No {self.resource.kind} in the API (is its CRD installed?): "
                     f"listing again every {_ABSENT_RETRY:g} s"
@@ -208,7 +218,8 @@ class Informer:
         async for event in self.api.watch(self.resource.path, params, WATCH_SECONDS + 60):
             kind, obj = event.get("type"), as_map(event.get("object"))
             if kind == "ERROR":
-                raise ApiStatusError(int(obj.get("code") or 500), str(obj.get("message", "")))
+                code = int(obj.get("code") or 500)
+                raise error(code, str(obj.get("reason", "")), str(obj.get("message", "")))
             self._failures = 0  # the stream works: a break later is retried at once
             version = as_map(obj.get("metadata")).get("resourceVersion")
             if version:

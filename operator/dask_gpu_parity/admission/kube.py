@@ -1,71 +1,76 @@
-"""The API calls kopf does not make for us: read one DaskCluster, patch one Deployment.
+"""Where the API server is and how to authenticate: the Pod's service account, else kubeconfig.
 
-kopf watches, keeps the indices and posts Events with its own credentials, but gives handlers
-no client. These two calls use the ``kubernetes`` package, configured once (the Pod's service
-account token, else the kubeconfig). They block: the operator runs them in a thread.
+The ``kubernetes`` package only loads the configuration (its loaders handle the kubeconfig's
+contexts, exec plugins and embedded certificates, and refresh a projected service-account
+token); every request goes through ``apiserver.py`` on the operator's event loop, and kopf logs
+in with the same credentials (``handlers.py``).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import urllib3
 from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
 
-from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
-
-__all__ = ["ApiError", "configuration", "patch_deployment", "read_dask_cluster"]
+__all__ = ["Connection", "connection"]
 
 
-class ApiError(Exception):
-    """The API server could not be asked, or refused: the message says which and why."""
+def _anonymous() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Connection:
+    """The API server's URL, its TLS and the credentials of every request."""
+
+    server: str  # e.g. https://10.96.0.1:443
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    verify: bool = True
+    # The Authorization header, asked for on every request: a refreshed token is picked up.
+    authorization: Callable[[], str | None] = _anonymous
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The client TLS context (``None`` for a plain-HTTP server, as in tests)."""
+        if not self.server.startswith("https:"):
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file or None)
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file or None)
+        if not self.verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
 
 
 @functools.cache
-def configuration() -> client.Configuration:
-    """Where the API server is and how to authenticate (service account, else kubeconfig).
+def connection() -> Connection:
+    """The operator's connection, loaded once (it reads files).
 
-    Loaded once (it reads files); the watch streams use it too (``apiserver.py``).
+    Raises:
+        kubernetes.config.ConfigException: neither in a Pod nor with a usable kubeconfig
+            (``dask-gpu-parity run`` checks this first and says so in one line).
     """
     loaded = client.Configuration()
     try:
         config.load_incluster_config(client_configuration=loaded)  # type: ignore[no-untyped-call]
     except config.ConfigException:
         config.load_kube_config(client_configuration=loaded)  # type: ignore[no-untyped-call]
-    # One retry (a pooled connection the server closed); callers bound the time themselves.
-    loaded.retries = 1
-    return loaded
 
+    def authorization() -> str | None:
+        # Through the loader's hook: an in-cluster token is read again before it expires.
+        header = loaded.get_api_key_with_prefix("BearerToken", alias="authorization")
+        return header or None
 
-@functools.cache
-def _api() -> client.ApiClient:
-    """One client for the process: it builds TLS contexts and pools connections."""
-    return client.ApiClient(configuration())
-
-
-def read_dask_cluster(namespace: str, name: str, *, timeout: float) -> dict[str, Any] | None:
-    """The DaskCluster as stored now, or ``None`` when there is none of that name.
-
-    Raises:
-        ApiError: no answer within ``timeout`` seconds, no credentials, or a refusal (e.g. 403).
-    """
-    try:
-        found = client.CustomObjectsApi(_api()).get_namespaced_custom_object(
-            DASK_GROUP, DASK_VERSION, namespace, "daskclusters", name, _request_timeout=timeout
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise ApiError(f"the API server answered {exc.status} {exc.reason}") from exc
-    except (urllib3.exceptions.HTTPError, OSError, config.ConfigException) as exc:
-        raise ApiError(f"the API server did not answer ({type(exc).__name__}: {exc})") from exc
-    return found if isinstance(found, dict) else None
-
-
-def patch_deployment(namespace: str, name: str, patch: list[dict[str, Any]]) -> None:
-    """Apply a JSON Patch to a Deployment (a scheduler Deployment: this restarts it)."""
-    client.AppsV1Api(_api()).patch_namespaced_deployment(
-        name, namespace, patch, _content_type="application/json-patch+json"
+    return Connection(
+        server=loaded.host,
+        ca_file=loaded.ssl_ca_cert or None,
+        cert_file=loaded.cert_file or None,
+        key_file=loaded.key_file or None,
+        verify=bool(loaded.verify_ssl),
+        authorization=authorization,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -18,13 +18,19 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 
+from .events import EventCounts
+from .reviews import Answer
+
 __all__ = [
     "ADMISSIONS",
     "ADMISSION_SECONDS",
     "DENIALS",
     "FIXES",
     "REGISTRY",
+    "DriftFigures",
+    "InformerFigures",
     "Snapshot",
+    "count",
     "current",
     "publish",
     "serve",
@@ -50,6 +56,29 @@ FIXES = Counter(
 DENIALS = Counter("dgp_denials", "Admission denials, by finding code", ["code"], registry=REGISTRY)
 
 
+def count(answer: Answer, *, seconds: float) -> None:
+    """Count an answer under its labels; the rules' answers also by finding code, and their time.
+
+    ``seconds`` is the time the rules took (with the DaskCluster read), observed for their
+    answers only. Answers made before the rules ran count as ``malformed`` or ``error`` or not at
+    all (``result`` ``None``: e.g. an UPDATE, allowed unchecked).
+    """
+    if answer.result is None:
+        return
+    ADMISSIONS.labels(answer.kind, answer.operation, answer.webhook, answer.result).inc()
+    decision = answer.decision
+    if decision is None:
+        return
+    if answer.result == "denied":
+        for finding in decision.findings:
+            DENIALS.labels(finding.code).inc()
+    elif answer.result == "patched":
+        for finding in decision.findings:
+            if finding.fixable:
+                FIXES.labels(finding.code).inc()
+    ADMISSION_SECONDS.labels(answer.webhook).observe(seconds)
+
+
 @dataclass(frozen=True)
 class InformerFigures:
     """One informer, as published."""
@@ -62,6 +91,18 @@ class InformerFigures:
 
 
 @dataclass(frozen=True)
+class DriftFigures:
+    """The drift watch, as published."""
+
+    drifted: tuple[tuple[str, int], ...] = ()  # (namespace, clusters)
+    mismatched: tuple[tuple[str, int], ...] = ()  # (namespace, clusters)
+    watched: int = 0
+    pending: int = 0
+    checks: int = 0
+    first_pass_seconds: float | None = None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything ``/metrics`` and ``/readyz`` show, as of one moment of the event loop."""
 
@@ -70,14 +111,8 @@ class Snapshot:
     gpu_nodes: tuple[tuple[str, str, int], ...] = ()  # (driver, cuda, nodes); "" unlabelled
     gpu_shapes: int = 0
     informers: tuple[InformerFigures, ...] = ()
-    drifted: tuple[tuple[str, int], ...] = ()  # (namespace, clusters)
-    mismatched: tuple[tuple[str, int], ...] = ()  # (namespace, clusters)
-    drift_watched: int = 0
-    drift_pending: int = 0
-    drift_checks: int = 0
-    drift_first_pass_seconds: float | None = None
-    # Events posted, already there (409), failed, dropped (queue full), pending
-    events: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    drift: DriftFigures = DriftFigures()
+    events: EventCounts = field(default_factory=EventCounts)
 
 
 _current = Snapshot()
@@ -154,48 +189,50 @@ class _SnapshotCollector:
             "dgp_drifted_clusters",
             "GPU DaskClusters whose scheduler Deployment lacks parity, by namespace",
             ["namespace"],
-            s.drifted,
+            s.drift.drifted,
         )
         yield _gauge(
             "dgp_driver_mismatched_clusters",
             "DaskClusters whose scheduler pod runs on another driver class than its workers",
             ["namespace"],
-            s.mismatched,
+            s.drift.mismatched,
         )
         yield _gauge(
             "dgp_drift_watched_clusters",
             "DaskClusters the drift watch holds",
             [],
-            [(s.drift_watched,)],
+            [(s.drift.watched,)],
         )
         yield _gauge(
             "dgp_drift_pending_checks",
             "Clusters waiting to be checked again",
             [],
-            [(s.drift_pending,)],
+            [(s.drift.pending,)],
         )
         checks = CounterMetricFamily("dgp_drift_checks", "Cluster checks made by the drift watch")
-        checks.add_metric([], s.drift_checks)
+        checks.add_metric([], s.drift.checks)
         yield checks
-        posted, exists, failed, dropped, pending = s.events
+        counted = s.events
         events = CounterMetricFamily(
             "dgp_events", "Kubernetes Events by outcome", labels=["outcome"]
         )
-        for outcome, count in (
-            ("posted", posted),
-            ("exists", exists),
-            ("failed", failed),
-            ("dropped", dropped),
+        for outcome, number in (
+            ("posted", counted.posted),
+            ("exists", counted.existing),
+            ("failed", counted.failed),
+            ("dropped", counted.dropped),
         ):
-            events.add_metric([outcome], count)
+            events.add_metric([outcome], number)
         yield events
-        yield _gauge("dgp_events_pending", "Events queued, not posted yet", [], [(pending,)])
-        if s.drift_first_pass_seconds is not None:
+        yield _gauge(
+            "dgp_events_pending", "Events queued, not posted yet", [], [(counted.pending,)]
+        )
+        if s.drift.first_pass_seconds is not None:
             yield _gauge(
                 "dgp_drift_first_pass_seconds",
                 "Seconds from start until every DaskCluster had been checked once",
                 [],
-                [(s.drift_first_pass_seconds,)],
+                [(s.drift.first_pass_seconds,)],
             )
 
 

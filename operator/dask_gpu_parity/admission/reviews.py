@@ -1,9 +1,11 @@
 """AdmissionReviews in and out: which requests the parity rules must see, and every answer.
 
-Pure, like ``decisions.py`` beside it: no kopf, no HTTP server. The adapter (``admission.py``)
-reads the body, asks :func:`triage` whether the rules must see it, and sends what this module
-builds, so the API server gets a valid AdmissionReview back whatever it sent: bad input is
-denied with what is wrong (fail-closed, like ``failurePolicy: Fail``), never an HTTP error.
+Pure, like ``decisions.py`` beside it: no kopf, no HTTP server. The server (``server.py``)
+finds the request's :class:`Route` in the one route table (:data:`ROUTES`), reads the body, asks
+:func:`triage` whether the rules must see it, and sends what this module builds, so the API
+server gets a valid AdmissionReview back whatever it sent: bad input is denied with what is
+wrong (fail-closed, like ``failurePolicy: Fail``), never an HTTP error. Every :class:`Answer`
+carries the labels ``/metrics`` counts it under (``metrics.count``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dask_gpu_parity.core.patch import Operation
@@ -23,23 +26,76 @@ from .decisions import Decision
 __all__ = [
     "MAX_BODY",
     "ROUTES",
+    "UNKNOWN",
+    "Answer",
+    "Route",
+    "answered",
     "decided",
-    "edge_result",
     "failed",
     "loads",
     "malformed",
     "review",
+    "route",
+    "ruled",
     "too_large",
     "triage",
 ]
 
-ROUTES = dict((*configurations.MUTATING, *configurations.VALIDATING))  # handler id (path) -> plural
+UNKNOWN = "unknown"  # the webhook label of every path without a route: label values stay bounded
+
+
+@dataclass(frozen=True)
+class Route:
+    """One webhook path: what it checks, and the labels its answers are counted under."""
+
+    path: str  # the handler id, e.g. "mutate-daskcluster"; as requested when unknown
+    plural: str = ""  # the resource it checks, e.g. "daskclusters"; "" when there is no webhook
+    kind: str = "-"  # the kind label, e.g. "daskcluster"
+    mutating: bool = False
+
+    @property
+    def label(self) -> str:
+        """The webhook label: the path, or :data:`UNKNOWN` for a path with no webhook."""
+        return self.path if self.plural else UNKNOWN
+
+
+def _table() -> dict[str, Route]:
+    routes = {}
+    for handlers, mutating in ((configurations.MUTATING, True), (configurations.VALIDATING, False)):
+        for path, plural in handlers:
+            routes[path] = Route(path, plural, plural.removesuffix("s"), mutating)
+    return routes
+
+
+ROUTES = _table()  # the one route table: handler id (the path) -> Route
+
+
+def route(path: str) -> Route:
+    """The route of a request path (without its leading ``/``); one with no webhook if none."""
+    return ROUTES.get(path) or Route(path)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An AdmissionReview to send, with the labels ``/metrics`` counts it under."""
+
+    review: dict[str, Any]
+    webhook: str  # the route's label
+    result: (
+        str | None
+    )  # allowed, warned, patched, denied, skipped, malformed, error; None: uncounted
+    kind: str = "-"  # "-" when answered before the rules ran
+    operation: str = "-"
+    decision: Decision | None = None  # the rules' decision (its findings are counted by code)
+
+
 MAX_BODY = 16 << 20  # the API server accepts requests up to 3 MiB
 _DASK = (DASK_GROUP, DASK_VERSION)
 _REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 _OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")  # admission.k8s.io/v1 Operation
 _MAX_MESSAGE = 400
 # The ``result`` label of answers made before the rules ran, by their status code.
+_PLURALS = frozenset(r.plural for r in ROUTES.values())
 _EDGE_RESULTS = {400: "malformed", 404: "malformed", 413: "malformed", 500: "error"}
 
 
@@ -128,16 +184,30 @@ def failed(data: Any, exc: Exception) -> dict[str, Any]:
     )
 
 
-def edge_result(answer: Mapping[str, Any]) -> str | None:
-    """``malformed`` or ``error`` for an answer made before the rules ran, else ``None``.
+def answered(review: dict[str, Any], route: Route) -> Answer:
+    """An answer made before the rules ran: counted ``malformed`` or ``error``, else not at all.
 
-    The rules' own answers are counted where they are made, with their kind and webhook.
+    The rules' own answers (:func:`ruled`) are counted with their kind and result.
     """
-    code = as_map(as_map(answer.get("response")).get("status")).get("code")
-    return _EDGE_RESULTS.get(code) if isinstance(code, int) else None
+    code = as_map(as_map(review.get("response")).get("status")).get("code")
+    result = _EDGE_RESULTS.get(code) if isinstance(code, int) else None
+    return Answer(review, route.label, result)
 
 
-def triage(data: Any, webhook: str) -> dict[str, Any] | None:
+def ruled(data: Any, route: Route, decision: Decision) -> Answer:
+    """The answer of the parity rules to a CREATE sent to ``route``."""
+    if decision.skipped:
+        result = "skipped"
+    elif decision.denial:
+        result = "denied"
+    elif decision.patched is not None:
+        result = "patched"
+    else:
+        result = "warned" if decision.warnings else "allowed"
+    return Answer(decided(data, decision), route.label, result, route.kind, "CREATE", decision)
+
+
+def triage(data: Any, route: Route) -> dict[str, Any] | None:
     """The answer to a request the parity rules need not see, or ``None`` if they must.
 
     A malformed body, an unknown path or a resource sent to another kind's path is denied with
@@ -151,14 +221,14 @@ def triage(data: Any, webhook: str) -> dict[str, Any] | None:
     request = data.get("request")
     if not isinstance(request, Mapping):
         return malformed(data, "request is missing or not an object")
-    if webhook not in ROUTES:
+    if not route.plural:
         known = ", ".join(f"/{handler}" for handler in ROUTES)
         return review(
             data,
             allowed=False,
             code=404,
-            message=f"dask-gpu-parity has no webhook at path /{webhook[:100]}: point the webhook "
-            f"configuration's clientConfig at one of {known}",
+            message=f"dask-gpu-parity has no webhook at path /{route.path[:100]}: point the "
+            f"webhook configuration's clientConfig at one of {known}",
         )
     uid, resource = request.get("uid"), as_map(request.get("resource"))
     if not isinstance(uid, str) or not uid:
@@ -166,7 +236,7 @@ def triage(data: Any, webhook: str) -> dict[str, Any] | None:
     group, version, plural = (resource.get(k) for k in ("group", "version", "resource"))
     if not all(isinstance(v, str) for v in (group, version, plural)):
         return malformed(data, "request.resource needs group, version and resource strings")
-    if (group, version) != _DASK or plural not in ROUTES.values():
+    if (group, version) != _DASK or plural not in _PLURALS:
         return review(
             data,
             allowed=True,
@@ -175,12 +245,12 @@ def triage(data: Any, webhook: str) -> dict[str, Any] | None:
                 "unchecked; limit the webhook configuration's rules to Dask resources"
             ],
         )
-    if plural != ROUTES[webhook]:
+    if plural != route.plural:
         return review(
             data,
             allowed=False,
             code=400,
-            message=f"Webhook /{webhook} checks {ROUTES[webhook]}, not {plural}: fix the rules "
+            message=f"Webhook /{route.path} checks {route.plural}, not {plural}: fix the rules "
             "of the webhook configuration (dask-gpu-parity webhook-config prints them)",
         )
     operation = request.get("operation")

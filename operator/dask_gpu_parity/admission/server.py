@@ -20,18 +20,20 @@ import aiohttp.web
 import kopf
 
 from dask_gpu_parity.core.plain import as_map
+from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
-from . import decisions, kube, metrics, reviews
+from . import decisions, metrics, reviews
+from .apiserver import ApiClient, ApiError, NotFound
 from .state import OperatorState
 from .tls import RELOAD_SECONDS, ServingTLS
 
-__all__ = ["WebhookServer"]
+__all__ = ["READ_SECONDS", "WebhookServer", "read_cluster"]
 
 log = logging.getLogger("dask_gpu_parity")
 # A request's body must arrive within this, below the webhooks' default timeoutSeconds (5): the
 # API server has given up on the request by then anyway.
 BODY_SECONDS = 4.0
-_READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
+READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
 _LOADING = (
     "dask-gpu-parity is still listing nodes, namespaces and policies: this resource was not "
     "checked. Recreate it to have it checked"
@@ -53,6 +55,7 @@ class WebhookServer:
     def __init__(
         self,
         state: OperatorState,
+        api: ApiClient,
         *,
         addr: str,
         port: int,
@@ -61,6 +64,7 @@ class WebhookServer:
         reload_seconds: float = RELOAD_SECONDS,
     ) -> None:
         self.state = state
+        self.api = api
         self.addr, self.port = addr, port
         self.certfile, self.keyfile = certfile, keyfile
         self.reload_seconds = reload_seconds
@@ -94,62 +98,68 @@ class WebhookServer:
             await runner.cleanup()
 
     async def _serve(self, request: aiohttp.web.Request) -> aiohttp.web.Response:
-        webhook = request.match_info.get("id", "")
+        route = reviews.route(request.match_info.get("id", ""))
         data: Any = None
+        started = 0.0
         try:
             data = reviews.loads(await asyncio.wait_for(_read(request), BODY_SECONDS))
         except _TooLargeError:
-            answer = reviews.too_large()
+            answer = reviews.answered(reviews.too_large(), route)
         except TimeoutError:  # a slow or half-sent body holds no connection for long
-            answer = reviews.malformed(None, f"the body did not arrive within {BODY_SECONDS:g} s")
+            answer = reviews.answered(
+                reviews.malformed(None, f"the body did not arrive within {BODY_SECONDS:g} s"),
+                route,
+            )
         except (ValueError, RecursionError) as exc:
-            answer = reviews.malformed(None, f"the body is not JSON ({exc})")
+            answer = reviews.answered(
+                reviews.malformed(None, f"the body is not JSON ({exc})"), route
+            )
         else:
-            answer = reviews.triage(data, webhook) or await self._admit_or_explain(webhook, data)
-        result = reviews.edge_result(answer)
-        if result is not None:  # the parity rules' answers are counted by _admit
-            route = webhook if webhook in reviews.ROUTES else "unknown"  # bounded label values
-            metrics.ADMISSIONS.labels("-", "-", route, result).inc()
-        return aiohttp.web.json_response(answer)
+            triaged = reviews.triage(data, route)
+            if triaged is not None:
+                answer = reviews.answered(triaged, route)
+            else:
+                started = time.perf_counter()
+                answer = await self._admit_or_explain(route, data)
+        metrics.count(answer, seconds=time.perf_counter() - started)
+        return aiohttp.web.json_response(answer.review)
 
-    async def _admit_or_explain(self, webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    async def _admit_or_explain(
+        self, route: reviews.Route, data: Mapping[str, Any]
+    ) -> reviews.Answer:
         """``_admit``; an unexpected failure becomes a denial that says so (and is logged)."""
         try:
-            return await self._admit(webhook, data)
+            return await self._admit(route, data)
         except Exception as exc:
             log.exception(
-                f"Webhook /{webhook} failed on request {reviews.review(data, allowed=False)}"
+                f"Webhook /{route.path} failed on request {reviews.review(data, allowed=False)}"
             )
-            return reviews.failed(data, exc)
+            return reviews.answered(reviews.failed(data, exc), route)
 
-    async def _admit(self, webhook: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    async def _admit(self, route: reviews.Route, data: Mapping[str, Any]) -> reviews.Answer:
         """The answer to a well-formed CREATE of a Dask resource sent to one of our webhooks.
 
         ``mutate-*`` gives the scheduler parity and says what changed and why, one warning per
         change; ``validate-*`` denies (enforce) or warns about errors left after mutation.
         """
-        started = time.perf_counter()
         request = data["request"]
         obj = dict(request["object"])
         meta_namespace = as_map(obj.get("metadata")).get("namespace")
         namespace = str(request.get("namespace") or meta_namespace or "")
         state = self.state
         if not state.ready.is_set():  # never, as it does not listen before; but never a verdict
-            return reviews.review(data, allowed=True, warnings=(_LOADING,))
+            return reviews.answered(reviews.review(data, allowed=True, warnings=(_LOADING,)), route)
         labels, skip = state.namespace(namespace)
         policy, inventory = state.policy(labels), state.inventory()
-        action, _, kind = webhook.partition("-")
-        if action == "mutate":
+        if route.mutating:
             decision = decisions.mutate(obj, policy, inventory, namespace_skip=skip)
         else:
             name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
-            cluster = await _read_cluster(namespace, name) if name else None
+            cluster = await read_cluster(self.api, namespace, name) if name else None
             decision = decisions.validate(
                 obj, policy, inventory, cluster=cluster, namespace_skip=skip
             )
-        answer = reviews.decided(data, decision)
-        _count(webhook, kind, decision, started)
-        return answer
+        return reviews.ruled(data, route, decision)
 
 
 async def _read(request: aiohttp.web.Request) -> bytes:
@@ -164,36 +174,25 @@ async def _read(request: aiohttp.web.Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_cluster(namespace: str, name: str) -> decisions.ClusterLookup:
+async def read_cluster(
+    api: ApiClient, namespace: str, name: str, *, timeout: float = READ_SECONDS
+) -> decisions.ClusterLookup:
     """The DaskCluster a GPU worker group joins, read from the API server now.
 
     A read, not an index: consistent with the create that just returned (a group created right
     after its cluster is checked against it), and no watch of every DaskCluster in every
-    webhook replica. Bounded by ``_READ_SECONDS``, so the API server always gets an answer.
+    webhook replica. Bounded by ``timeout``, so the API server always gets an answer.
     """
-    read = asyncio.to_thread(kube.read_dask_cluster, namespace, name, timeout=_READ_SECONDS)
+    path = f"/apis/{DASK_GROUP}/{DASK_VERSION}/namespaces/{namespace}/daskclusters/{name}"
     try:
-        found = await asyncio.wait_for(read, _READ_SECONDS + 0.5)  # the thread's own limit failed
-    except (TimeoutError, kube.ApiError) as exc:
-        error = str(exc) or f"no answer within {_READ_SECONDS:.0f} s"
+        found = await api.get(path, timeout=timeout)
+    except NotFound:
+        return decisions.ClusterLookup(name, found=None)
+    except ApiError as exc:
+        if exc.status:
+            error = f"the API server answered {exc.status} {exc.reason}"
+        else:
+            error = f"the API server did not answer ({exc.reason})"
         log.warning(f"Reading DaskCluster {namespace}/{name} for DGP015 failed: {error}")
         return decisions.ClusterLookup(name, error=error)
     return decisions.ClusterLookup(name, found=found)
-
-
-def _count(webhook: str, kind: str, decision: decisions.Decision, started: float) -> None:
-    if decision.skipped:
-        result = "skipped"
-    elif decision.denial:
-        result = "denied"
-        for finding in decision.findings:
-            metrics.DENIALS.labels(finding.code).inc()
-    elif decision.patched is not None:
-        result = "patched"
-        for finding in decision.findings:
-            if finding.fixable:
-                metrics.FIXES.labels(finding.code).inc()
-    else:
-        result = "warned" if decision.warnings else "allowed"
-    metrics.ADMISSIONS.labels(kind, "CREATE", webhook, result).inc()
-    metrics.ADMISSION_SECONDS.labels(webhook).observe(time.perf_counter() - started)

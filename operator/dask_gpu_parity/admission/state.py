@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +24,13 @@ from dask_gpu_parity.core.policy_manifest import load
 from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, SKIP_ANNOTATION
 
 from . import metrics
-from .apiserver import ApiServer
+from .apiserver import ApiClient
 from .driftwatch import DriftWatch
-from .informer import Informer, Resource, object_key
+from .events import EventCounts
+from .informer import Callbacks, Informer, Resource, Sink, object_key
 from .nodeindex import NodeChange, NodeIndex
 
-__all__ = ["REQUIRED", "OperatorState", "Options"]
+__all__ = ["NAMESPACES", "NODES", "POLICIES", "REQUIRED", "OperatorState", "Options"]
 
 log = logging.getLogger("dask_gpu_parity")
 
@@ -53,28 +54,11 @@ class Options:
     drift: bool = True
 
 
-class _Nodes:
-    """GPU nodes, reduced to what placement reads, into the shape index."""
-
-    def __init__(self, state: OperatorState) -> None:
-        self.state = state
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        name = object_key(obj)
-        self.state.node_changed(self.state.nodes.upsert(GpuNode.from_node(obj), name))
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self.state.node_changed(self.state.nodes.delete(key))
-
-    def listed(self) -> None:
-        pass
-
-
 class _Namespaces:
-    """Labels of every namespace, and whether it opted out."""
+    """Labels of every namespace, and whether it opted out; ``changed`` is told which changed."""
 
-    def __init__(self, state: OperatorState) -> None:
-        self.state = state
+    def __init__(self, changed: Callable[[str], None]) -> None:
+        self.changed = changed
         self.items: dict[str, tuple[dict[str, str], bool]] = {}
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
@@ -85,11 +69,11 @@ class _Namespaces:
         name = str(meta.get("name", ""))
         if self.items.get(name) != entry:
             self.items[name] = entry
-            self.state.namespace_changed(name)
+            self.changed(name)
 
     def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
         if self.items.pop(key, None) is not None:
-            self.state.namespace_changed(key)
+            self.changed(key)
 
     def listed(self) -> None:
         pass
@@ -98,8 +82,8 @@ class _Namespaces:
 class _Policies:
     """Valid DaskGPUPolicies by name; an invalid one is logged and ignored."""
 
-    def __init__(self, state: OperatorState) -> None:
-        self.state = state
+    def __init__(self, changed: Callable[[], None]) -> None:
+        self.changed = changed
         self.items: dict[str, Policy] = {}
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
@@ -115,11 +99,11 @@ class _Policies:
             del self.items[name]
         else:
             self.items[name] = policy
-        self.state.policies_changed()
+        self.changed()
 
     def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
         if self.items.pop(key, None) is not None:
-            self.state.policies_changed()
+            self.changed()
 
     def listed(self) -> None:
         pass
@@ -132,8 +116,8 @@ class OperatorState:
         self.options = options
         self.started = time.monotonic() if started is None else started
         self.nodes = NodeIndex()
-        self._namespaces = _Namespaces(self)
-        self._policies = _Policies(self)
+        self._namespaces = _Namespaces(self.namespace_changed)
+        self._policies = _Policies(self.policies_changed)
         self.informers: list[Informer] = []
         self.ready = asyncio.Event()
         self.ready_at: float | None = None  # seconds after ``started``
@@ -164,6 +148,18 @@ class OperatorState:
 
     # -- changes, from the sinks -----------------------------------------------------------
 
+    def sinks(self) -> list[tuple[Resource, Sink]]:
+        """The informers the webhooks need (:data:`REQUIRED`), with their sinks."""
+        nodes = Callbacks(self._node_upserted, self._node_deleted)
+        return [(NODES, nodes), (NAMESPACES, self._namespaces), (POLICIES, self._policies)]
+
+    def _node_upserted(self, obj: Mapping[str, Any]) -> None:
+        """A node, reduced to what placement reads, into the shape index."""
+        self.node_changed(self.nodes.upsert(GpuNode.from_node(obj), object_key(obj)))
+
+    def _node_deleted(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self.node_changed(self.nodes.delete(key))
+
     def node_changed(self, change: NodeChange) -> None:
         """A node's reduced form changed (the drift watch re-checks the pods on it)."""
         if self.drift is not None and change.changed:
@@ -181,31 +177,27 @@ class OperatorState:
 
     # -- running ---------------------------------------------------------------------------
 
-    def start(self, api: ApiServer) -> None:
+    def start(self, api: ApiClient) -> None:
         """Start the informers, readiness, the metrics publisher and then the drift watch.
 
         The drift watch's informers start once the webhooks' are listed: on one core, listing
         10,000 DaskClusters alongside would delay readiness by as long again.
         """
-        for resource, sink in (
-            (NODES, _Nodes(self)),
-            (NAMESPACES, self._namespaces),
-            (POLICIES, self._policies),
-        ):
+        for resource, sink in self.sinks():
             self._inform(api, resource, sink)
         self._spawn(self._become_ready(), "readiness")
         self._spawn(self._publisher(), "metrics publisher")
         if self.drift is not None:
             self._spawn(self._start_drift(api, self.drift), "drift start")
 
-    async def _start_drift(self, api: ApiServer, drift: DriftWatch) -> None:
+    async def _start_drift(self, api: ApiClient, drift: DriftWatch) -> None:
         await self.ready.wait()
         for resource, sink in drift.sinks():
             self._inform(api, resource, sink)
-        self._spawn(drift.run(self), "drift watch")
+        self._spawn(drift.run(), "drift watch")
         self._spawn(drift.events.run(), "events")
 
-    def _inform(self, api: ApiServer, resource: Resource, sink: Any) -> None:
+    def _inform(self, api: ApiClient, resource: Resource, sink: Sink) -> None:
         informer = Informer(api, resource, sink)
         self.informers.append(informer)
         self._spawn(informer.run(), f"informer {resource.kind}")
@@ -251,7 +243,7 @@ class OperatorState:
     def publish(self) -> None:
         """Swap in a new metrics snapshot (cost: classes, informers and namespaces, not nodes)."""
         inventory = self.nodes.snapshot()
-        drift = self.drift.figures() if self.drift is not None else {}
+        drift = self.drift
         metrics.publish(
             metrics.Snapshot(
                 ready=self.ready.is_set(),
@@ -267,6 +259,7 @@ class OperatorState:
                     metrics.InformerFigures(s.kind, s.synced, s.objects, s.lists, s.events)
                     for s in (i.status() for i in self.informers)
                 ),
-                **drift,
+                drift=drift.figures() if drift is not None else metrics.DriftFigures(),
+                events=drift.events.counts() if drift is not None else EventCounts(),
             )
         )
