@@ -202,7 +202,7 @@ class DriftWatch(DriftStores):
         report = self.specs.check(_unpack(cluster.blob), body, policy, self.state.inventory())
         if report is None or not report.new:
             return
-        repair = policy.drift_repair and report.repair_patch is not None
+        repair = policy.drift.repair and report.repair_patch is not None
         message = report.message(repairing=repair)
         parts = (cluster.uid, deployment.uid, str(deployment.generation), message)
         name = podevents.event_name(key[1], *parts)
@@ -243,7 +243,7 @@ class DriftWatch(DriftStores):
             return
         deployment = self._deployments.get(key)
         target = mismatch.target
-        repair = policy.drift_repair and target is not None and deployment is not None
+        repair = policy.drift.repair and target is not None and deployment is not None
         message = mismatch.message(repairing=repair)
         self._post(ref, "Warning", "ParityDriverMismatch", message)
         log.warning(f"DaskCluster {key[0]}/{key[1]}: {message}")
