@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -17,13 +16,14 @@ from dask_gpu_parity.manifests import (
     Document,
     FileError,
     InputError,
-    Selection,
     Source,
     discover,
     parse,
     read_source,
 )
 from dask_gpu_parity.manifests.discover import NOTICES, skipped
+
+from .args import InputArgs
 
 __all__ = ["Checked", "Inputs", "evaluate_all", "load_inputs", "load_inventory", "load_policy"]
 
@@ -55,38 +55,27 @@ class Inputs:
         return [d for _, docs in self.parsed for d in docs]
 
 
-def selection(args: argparse.Namespace) -> Selection:
-    """The file selection the flags ask for."""
-    return Selection(
-        exclude=tuple(args.exclude),
-        default_excludes=not args.no_default_excludes,
-        respect_gitignore=not args.no_respect_gitignore,
-        force_exclude=args.force_exclude,
-        stdin_filename=args.stdin_filename,
-    )
-
-
-def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Source | FileError]]:
+def _sources(args: InputArgs, *, regular_only: bool) -> Iterator[tuple[str, Source | FileError]]:
     if args.paths.count(STDIN) > 1:
         raise InputError("- (stdin) can be read only once: name it once")
-    for name in discover(args.paths, selection(args)):
+    for name in discover(args.paths, args.selection):
         if isinstance(name, FileError):
             yield name.file, name
             continue
         try:
             label = args.stdin_filename if name == STDIN else ""
-            yield (
-                name,
-                read_source(name, label=label, regular_only=getattr(args, "in_place", False)),
-            )
+            yield name, read_source(name, label=label, regular_only=regular_only)
         except FileError as exc:
             yield name, exc
 
 
-def load_inputs(args: argparse.Namespace) -> Inputs:
-    """Every input of the command line, read and parsed; a FileError per one that failed."""
+def load_inputs(args: InputArgs, *, regular_only: bool = False) -> Inputs:
+    """Every input of the command line, read and parsed; a FileError per one that failed.
+
+    ``regular_only`` (``fix --in-place``) refuses what is not a regular file.
+    """
     inputs = Inputs()
-    for name, source in _sources(args):
+    for name, source in _sources(args, regular_only=regular_only):
         if isinstance(source, FileError):
             (inputs.notices if source.code in NOTICES else inputs.errors).append(source)
             continue
@@ -113,7 +102,7 @@ _FLAGS = {
 }
 
 
-def load_policy(args: argparse.Namespace) -> Policy | None:
+def load_policy(args: InputArgs) -> Policy | None:
     """The ``--policy`` file's DaskGPUPolicy (any error is a usage error), with the flags' say.
 
     ``--extended-resource-toleration``, ``--verifier``, ``--probe-image`` and
