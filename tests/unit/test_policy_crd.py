@@ -17,14 +17,9 @@ import pytest
 import yaml
 
 from dask_gpu_parity.core.policy import Policy, PolicyError
-from dask_gpu_parity.core.policy_keys import (
-    KEYS,
-    SELECTOR_KEYS,
-    SELECTOR_OPERATORS,
-    Key,
-    setting_of,
-)
+from dask_gpu_parity.core.policy_keys import KEYS, Key, setting_of
 from dask_gpu_parity.core.policy_manifest import load
+from dask_gpu_parity.core.policy_values import SELECTOR_KEYS, SELECTOR_OPERATORS
 
 from .helpers import ROOT
 

@@ -13,7 +13,8 @@ from typing import Any
 from dask_gpu_parity.names import POLICY_API_VERSION, POLICY_KIND
 
 from .policy import Policy, PolicyError
-from .policy_keys import KEYS, mapping, with_setting
+from .policy_keys import KEYS, with_setting
+from .policy_values import mapping
 
 __all__ = ["load", "override", "with_verifier"]
 
