@@ -110,12 +110,12 @@ def _leaves(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _apply(policy: Policy, values: Mapping[str, Any]) -> Policy:
-    for key in KEYS:
-        if key.path in values:
-            policy = with_setting(policy, key.setting, key.read(values[key.path]))
     unknown = sorted(set(values) - set(_BY_PATH))
     if unknown:
         raise PolicyError(unknown[0], "unknown field")
+    for key in KEYS:
+        if key.path in values:
+            policy = with_setting(policy, key.setting, key.read(values[key.path]))
     if policy.verifier.image is not None and policy.verifier.registry is not None:
         raise PolicyError(
             _REGISTRY,
