@@ -10,7 +10,7 @@ defaults.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from .policy_values import (
     switch,
 )
 
-__all__ = ["KEYS", "Key", "setting_of", "with_setting"]
+__all__ = ["KEYS", "Key", "setting_of", "with_settings"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,12 +99,19 @@ def setting_of(policy: Any, setting: str) -> Any:
     return policy
 
 
-def with_setting(policy: Any, setting: str, value: Any) -> Any:
-    """A copy of ``policy`` with the dotted ``setting`` replaced (groups copied, not changed)."""
-    head, _, rest = setting.partition(".")
-    if rest:
-        value = with_setting(getattr(policy, head), rest, value)
-    return replace(policy, **{head: value})
+def with_settings(policy: Any, settings: Mapping[str, Any]) -> Any:
+    """A copy of ``policy`` with dotted settings replaced (``verifier.image``): groups copied."""
+    groups: dict[str, dict[str, Any]] = {}
+    changes: dict[str, Any] = {}
+    for setting, value in settings.items():
+        head, _, rest = setting.partition(".")
+        if rest:
+            groups.setdefault(head, {})[rest] = value
+        else:
+            changes[head] = value
+    for head, inner in groups.items():
+        changes[head] = with_settings(getattr(policy, head), inner)
+    return replace(policy, **changes) if changes else policy
 
 
 def _values(kind: type[enum.StrEnum]) -> tuple[str, ...]:

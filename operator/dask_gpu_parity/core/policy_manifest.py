@@ -13,7 +13,7 @@ from typing import Any
 from dask_gpu_parity.names import POLICY_API_VERSION, POLICY_KIND
 
 from .policy import Policy, PolicyError
-from .policy_keys import KEYS, with_setting
+from .policy_keys import KEYS, with_settings
 from .policy_values import mapping
 
 __all__ = ["load", "override", "with_verifier"]
@@ -113,9 +113,8 @@ def _apply(policy: Policy, values: Mapping[str, Any]) -> Policy:
     unknown = sorted(set(values) - set(_BY_PATH))
     if unknown:
         raise PolicyError(unknown[0], "unknown field")
-    for key in KEYS:
-        if key.path in values:
-            policy = with_setting(policy, key.setting, key.read(values[key.path]))
+    settings = {key.setting: key.read(values[key.path]) for key in KEYS if key.path in values}
+    policy = with_settings(policy, settings)
     if policy.verifier.image is not None and policy.verifier.registry is not None:
         raise PolicyError(
             _REGISTRY,
