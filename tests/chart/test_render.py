@@ -379,7 +379,7 @@ def test_default_policy_is_valid_and_follows_values(case):
     manifest = one(objects, "DaskGPUPolicy", RELEASE)
     policy = load(manifest)  # what the operator does with it: raises on anything invalid
     assert policy.mode is Mode(values["policy"]["spec"]["mode"])
-    assert policy.drift_repair is bool(values["drift"]["enabled"] and values["drift"]["repair"])
+    assert policy.drift.repair is bool(values["drift"]["enabled"] and values["drift"]["repair"])
     assert policy.priority < 0  # any policy a user writes (priority 0) wins over the baseline
 
 
@@ -411,18 +411,18 @@ def test_probe_image_is_the_releases_as_the_cli_names_it(helm):
     """One source of truth: the chart's appVersion is the package's version (below), and the
     default policy names the probe image exactly as the CLI's built-in default does."""
     policy = load(one(helm.template(), "DaskGPUPolicy", RELEASE))
-    assert policy.verifier_image == default_probe_image()
-    assert policy.verifier_delivery is Delivery.REFERENCE
+    assert policy.verifier.image == default_probe_image()
+    assert policy.verifier.delivery is Delivery.REFERENCE
     digest = "sha256:" + "b" * 64
     mirror = "registry.example.com/mirror/dask-gpu-parity-probe"
     objects = helm.template(sets={"probeImage.digest": digest, "probeImage.repository": mirror})
-    image = load(one(objects, "DaskGPUPolicy", RELEASE)).verifier_image
+    image = load(one(objects, "DaskGPUPolicy", RELEASE)).verifier.image
     assert image == f"{mirror}:{default_probe_image().rpartition(':')[2]}@{digest}"
     objects = helm.template(sets={"policy.spec.verifier.registry": "registry.example.com"})
     policy = load(one(objects, "DaskGPUPolicy", RELEASE))
-    assert (policy.verifier_image, policy.verifier_registry) == (None, "registry.example.com")
+    assert (policy.verifier.image, policy.verifier.registry) == (None, "registry.example.com")
     objects = helm.template(sets={"policy.spec.verifier.delivery": "inline"})
-    assert load(one(objects, "DaskGPUPolicy", RELEASE)).verifier_delivery is Delivery.INLINE
+    assert load(one(objects, "DaskGPUPolicy", RELEASE)).verifier.delivery is Delivery.INLINE
 
 
 def test_chart_versions():

@@ -20,7 +20,7 @@ from kubernetes import client
 from dask_gpu_parity import probe
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
-from dask_gpu_parity.core.policy import Delivery, Policy
+from dask_gpu_parity.core.policy import Delivery, Policy, VerifierSettings
 from dask_gpu_parity.core.verifier import default_probe_image
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -73,7 +73,7 @@ def _verifier(doc: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     "example", ["gpu-cluster-tcp.yaml", "gpu-cluster-ucx.yaml", "gpu-daskjob.yaml"]
 )
 def test_crd_keeps_the_verifier_as_written(cluster, dask_operator, namespace, example, delivery):
-    doc = _fixed(example, namespace, policy=Policy(verifier_delivery=delivery))
+    doc = _fixed(example, namespace, policy=Policy(verifier=VerifierSettings(delivery=delivery)))
     proc = cluster.kubectl(
         "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(doc)
     )

@@ -17,7 +17,7 @@ from dask_gpu_parity.admission.configurations import (
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import apply_in_place
-from dask_gpu_parity.core.policy import Mode, Policy, select
+from dask_gpu_parity.core.policy import Mode, Policy, VerifierSettings, select
 from dask_gpu_parity.core.policy_manifest import load
 from dask_gpu_parity.names import SKIP_ANNOTATION
 
@@ -69,7 +69,7 @@ def test_mutation_answers_for_validation_exactly_when_it_is_not_called() -> None
     fixed = evaluate(tcp, Policy(), INVENTORY).patched
     assert not validated_by_mutation(tcp)  # no GPU on the scheduler: validated
     assert validated_by_mutation(fixed)
-    unverified = evaluate(tcp, Policy(verifier_enabled=False), INVENTORY).patched
+    unverified = evaluate(tcp, Policy(verifier=VerifierSettings(enabled=False)), INVENTORY).patched
     assert not validated_by_mutation(unverified)  # no verifier: validated
     quantity_zero = copy.deepcopy(fixed)
     quantity_zero["spec"]["scheduler"]["spec"]["containers"][0]["resources"]["limits"] = {

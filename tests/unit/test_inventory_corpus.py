@@ -15,7 +15,12 @@ import yaml
 
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
-from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
+from dask_gpu_parity.core.policy import (
+    ExtendedResourceToleration,
+    PlacementSettings,
+    Policy,
+    SchedulerSettings,
+)
 from dask_gpu_parity.core.providers import PROVIDERS
 
 from .helpers import ROOT, cluster
@@ -222,8 +227,8 @@ ROWS = [
 def test_verdict_on_real_cluster_shapes(row: tuple[Any, ...]) -> None:
     name, resource, ert, pool, codes, pin = row
     policy = Policy(
-        extended_resource_toleration=ert,
-        scheduler_node_selector=tuple(sorted((pool or {}).items())),
+        scheduler=SchedulerSettings(node_selector=tuple(sorted((pool or {}).items()))),
+        placement=PlacementSettings(extended_resource_toleration=ert),
     )
     result = evaluate(resource, policy, inventory(name))
     found = {f.code for f in result.findings} & PLACEMENT

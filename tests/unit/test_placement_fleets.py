@@ -16,7 +16,7 @@ from dask_gpu_parity.core.cuda import CudaNeed, need
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.core.inventory import Inventory
-from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
+from dask_gpu_parity.core.policy import ExtendedResourceToleration, PlacementSettings, Policy
 
 from .helpers import ROOT, cluster, example
 
@@ -28,6 +28,7 @@ CUDA129 = "rapidsai/base:25.10-cuda12.9-py3.12"
 W128 = "nvcr.io/nvidia/cuda:12.8.1-runtime-ubuntu24.04"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 OFF = ExtendedResourceToleration.DISABLED
+NO_ERT = Policy(placement=PlacementSettings(extended_resource_toleration=OFF))
 # RAPIDS' guide "GPU optimization for the Dask scheduler on Kubernetes": the scheduler prefers
 # the T4 pool labelled dedicated=scheduler.
 GUIDE_AFFINITY = {
@@ -96,16 +97,12 @@ def required_terms(spec: dict[str, Any]) -> list[Any]:
 @pytest.mark.parametrize("image", [CUDA12, CUDA129], ids=["cuda12", "cuda12.9"])
 def test_major_only_tag_gets_the_minor_caveat_its_minor_tag_gets(image: str) -> None:
     # ERT off, no tolerations: the workers reach 570.172.08 / CUDA 12.8 only (t4-legacy-0).
-    result = evaluate(
-        workload(image), Policy(extended_resource_toleration=OFF), inventory("gpu-operator-gfd")
-    )
+    result = evaluate(workload(image), NO_ERT, inventory("gpu-operator-gfd"))
     assert "DGP021" in codes(result)
 
 
 def test_major_only_tag_names_no_minor_and_says_what_it_assumed() -> None:
-    result = evaluate(
-        workload(CUDA12), Policy(extended_resource_toleration=OFF), inventory("gpu-operator-gfd")
-    )
+    result = evaluate(workload(CUDA12), NO_ERT, inventory("gpu-operator-gfd"))
     message = next(f.message for f in result.findings if f.code == "DGP021")
     assert "may be older than the image's CUDA 12 (" in message
     assert "assumed 12.9" in message
@@ -206,7 +203,7 @@ def test_own_pool_with_driver_labels_pins_only_driver_and_cuda_on_the_scheduler(
 def test_four_workers_and_the_scheduler_on_one_gpu_is_an_error() -> None:
     result = evaluate(
         workload(W128, replicas=4),
-        Policy(extended_resource_toleration=OFF),
+        NO_ERT,
         inventory("gpu-operator-gfd"),
     )
     (finding,) = [f for f in result.findings if f.code == "DGP026"]
@@ -242,9 +239,7 @@ def test_scheduler_on_its_own_pool_takes_no_worker_gpu() -> None:
 
 
 def test_expected_driver_is_not_set_where_no_pin_makes_it_true() -> None:
-    result = evaluate(
-        workload(W128), Policy(extended_resource_toleration=OFF), inventory("gpu-operator-gfd")
-    )
+    result = evaluate(workload(W128), NO_ERT, inventory("gpu-operator-gfd"))
     assert "GPU_PARITY_EXPECT_DRIVER" not in probe_env(result.patched)
     assert probe_env(result.patched)["GPU_PARITY_EXPECT_CUDA"] == "12.8"
 
@@ -264,7 +259,7 @@ def test_expected_driver_is_set_with_the_pin_that_makes_it_true() -> None:
 
 @pytest.mark.parametrize("name", ["gke-gpu-pools", "eks-gpu-pool"])
 def test_workers_reaching_no_node_get_only_the_no_node_error(name: str) -> None:
-    result = evaluate(workload(CUDA12), Policy(extended_resource_toleration=OFF), inventory(name))
+    result = evaluate(workload(CUDA12), NO_ERT, inventory(name))
     assert codes(result) == {"DGP022"}
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.core.inventory import DriverClass, Inventory, node_fits, pod_gpu_demand
-from dask_gpu_parity.core.policy import ExtendedResourceToleration, Policy
+from dask_gpu_parity.core.policy import ExtendedResourceToleration, PlacementSettings, Policy
 from dask_gpu_parity.core.resources import view
 from dask_gpu_parity.core.view import cluster_view
 
@@ -114,8 +114,11 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
 
 policies = st.builds(
     Policy,
-    extended_resource_toleration=st.sampled_from(
-        [ExtendedResourceToleration.ENABLED, ExtendedResourceToleration.DISABLED]
+    placement=st.builds(
+        PlacementSettings,
+        extended_resource_toleration=st.sampled_from(
+            [ExtendedResourceToleration.ENABLED, ExtendedResourceToleration.DISABLED]
+        ),
     ),
 )
 
@@ -139,7 +142,7 @@ def test_placement_is_never_wrong_and_never_silent(
 ) -> None:
     result = evaluate(doc, policy, inventory)
     codes = {f.code for f in result.findings}
-    ert = policy.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    ert = policy.placement.extended_resource_toleration is ExtendedResourceToleration.ENABLED
     dask = view(result.patched)
     assert dask is not None
     resolved = cluster_view(result.patched, dask)
@@ -204,7 +207,7 @@ def test_capacity_is_reported_exactly_when_workers_do_not_fit(
     codes = {f.code for f in result.findings}
     if codes & ERROR_CODES:
         return  # one error explains a placement failure; capacity is not judged then
-    ert = policy.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    ert = policy.placement.extended_resource_toleration is ExtendedResourceToleration.ENABLED
     spec = result.patched["spec"]["worker"]["spec"]
     replicas = result.patched["spec"]["worker"]["replicas"]
     fit = _most_workers(spec, result.patched["spec"]["scheduler"]["spec"], inventory, ert)
@@ -222,7 +225,7 @@ def test_expected_driver_is_never_set_without_a_pin_that_makes_it_true(
     expected = _expected_driver(result.patched)
     if expected is None:
         return
-    ert = policy.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    ert = policy.placement.extended_resource_toleration is ExtendedResourceToleration.ENABLED
     scheduler = result.patched["spec"]["scheduler"]["spec"]
     for node in inventory.nodes:
         if not node_fits(node, scheduler, ert):

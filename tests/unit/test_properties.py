@@ -22,7 +22,14 @@ from dask_gpu_parity.core.gpu import gpu_requests
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import pointer
 from dask_gpu_parity.core.plain import get_in
-from dask_gpu_parity.core.policy import Delivery, Placement, Policy
+from dask_gpu_parity.core.policy import (
+    Delivery,
+    Placement,
+    PlacementSettings,
+    Policy,
+    SchedulerSettings,
+    VerifierSettings,
+)
 from dask_gpu_parity.core.resources import view
 
 from .helpers import cluster, nodes
@@ -31,14 +38,21 @@ INVENTORY = Inventory.from_nodes(nodes())
 POLICIES = [
     Policy(),
     Policy(
-        tcp_severity=Policy().tcp_severity, placement=Placement.COPY_WORKERS, verifier_enabled=False
+        tcp_severity=Policy().tcp_severity,
+        placement=PlacementSettings(strategy=Placement.COPY_WORKERS),
+        verifier=VerifierSettings(enabled=False),
     ),
     Policy(
-        scheduler_node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),),
-        scheduler_gpu_resource="nvidia.com/gpu",
+        scheduler=SchedulerSettings(
+            gpu_resource="nvidia.com/gpu",
+            node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),),
+        ),
     ),
-    Policy(placement=Placement.NONE, verifier_image="registry.example.com/probe:0.0.9"),
-    Policy(verifier_delivery=Delivery.INLINE),
+    Policy(
+        placement=PlacementSettings(strategy=Placement.NONE),
+        verifier=VerifierSettings(image="registry.example.com/probe:0.0.9"),
+    ),
+    Policy(verifier=VerifierSettings(delivery=Delivery.INLINE)),
 ]
 
 GPU = st.sampled_from(

@@ -239,14 +239,14 @@ def test_any_name_or_message_keeps_every_format_well_formed(
 ) -> None:
     items = [
         Located(
-            Finding.of("DGP001", "/spec", message or "m"),
-            "DaskCluster",
-            name,
-            "ns",
-            file or "f.yaml",
-            1,
-            line,
-            file or "f.yaml",
+            finding=Finding.of("DGP001", "/spec", message or "m"),
+            kind="DaskCluster",
+            name=name,
+            namespace="ns",
+            file=file or "f.yaml",
+            document=1,
+            line=line,
+            path=file or "f.yaml",
         )
         for name, message, file, line in names
     ]

@@ -11,13 +11,20 @@ from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import get_in
-from dask_gpu_parity.core.policy import Placement, Policy
+from dask_gpu_parity.core.policy import (
+    Placement,
+    PlacementSettings,
+    Policy,
+    SchedulerSettings,
+    VerifierSettings,
+)
 
 from .helpers import cluster, example, nodes
 
 SCHED = ("spec", "scheduler", "spec")
 SCHED_C = (*SCHED, "containers", 0)
-NO_VERIFY = Policy(verifier_enabled=False)
+OFF = VerifierSettings(enabled=False)
+NO_VERIFY = Policy(verifier=OFF)
 
 
 def codes(doc: Any, policy: Policy | None = NO_VERIFY, **kw: Any) -> list[str]:
@@ -68,7 +75,7 @@ def test_dgp001_gpu_in_a_second_worker_container_counts() -> None:
 
 
 def test_dgp001_tcp_severity_can_be_lowered_but_not_for_ucx() -> None:
-    lenient = Policy(tcp_severity=Severity.WARNING, verifier_enabled=False)
+    lenient = Policy(tcp_severity=Severity.WARNING, verifier=OFF)
     tcp = evaluate(cluster(), lenient).findings[0]
     assert (tcp.code, tcp.severity) == ("DGP001", Severity.WARNING)
     ucx = cluster(scheduler_container={"args": ["dask", "scheduler", "--protocol", "ucx"]})
@@ -83,7 +90,9 @@ def test_dgp002_other_gpu_resource_is_a_warning_left_alone() -> None:
     [finding] = result.findings
     assert (finding.code, finding.severity, finding.fixable) == ("DGP002", Severity.WARNING, False)
     assert result.patched == doc
-    policy = Policy(scheduler_gpu_resource="nvidia.com/mig-1g.10gb", verifier_enabled=False)
+    policy = Policy(
+        scheduler=SchedulerSettings(gpu_resource="nvidia.com/mig-1g.10gb"), verifier=OFF
+    )
     assert codes(doc, policy) == []
 
 
@@ -222,7 +231,9 @@ def test_placement_conflicts_are_reported_not_overwritten() -> None:
 
 def test_placement_strategy_none_leaves_placement_alone() -> None:
     doc = cluster(worker_extra={"nodeSelector": {"nvidia.com/gpu.product": "A100"}})
-    assert codes(doc, Policy(placement=Placement.NONE, verifier_enabled=False)) == ["DGP001"]
+    assert codes(
+        doc, Policy(placement=PlacementSettings(strategy=Placement.NONE), verifier=OFF)
+    ) == ["DGP001"]
 
 
 def test_scheduler_pool_copies_driver_keys_but_not_the_product() -> None:
@@ -235,7 +246,8 @@ def test_scheduler_pool_copies_driver_keys_but_not_the_product() -> None:
         }
     )
     policy = Policy(
-        scheduler_node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),), verifier_enabled=False
+        scheduler=SchedulerSettings(node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),)),
+        verifier=OFF,
     )
     patched = evaluate(doc, policy).patched
     assert get_in(patched, (*SCHED, "nodeSelector")) == {
@@ -514,7 +526,8 @@ def test_dgp014_expected_driver_reaches_the_verifier() -> None:
 
 def test_scheduler_pool_lands_on_t4_in_the_workers_class() -> None:
     policy = Policy(
-        scheduler_node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),), verifier_enabled=False
+        scheduler=SchedulerSettings(node_selector=(("nvidia.com/gpu.product", "Tesla-T4"),)),
+        verifier=OFF,
     )
     result = evaluate(example("gpu-cluster-tcp.yaml"), policy, INVENTORY)
     assert "DGP013" not in [f.code for f in result.findings]

@@ -13,7 +13,7 @@ from dask_gpu_parity.core import schema, verifier
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import copy_json, get_in
-from dask_gpu_parity.core.policy import Delivery, Policy, PolicyError
+from dask_gpu_parity.core.policy import Delivery, Policy, PolicyError, VerifierSettings
 from dask_gpu_parity.core.policy_manifest import load, with_verifier
 from dask_gpu_parity.names import PROBE_IMAGE_REPOSITORY
 
@@ -26,7 +26,7 @@ RESTRICTED = {
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
-INLINE = Policy(verifier_delivery=Delivery.INLINE)
+INLINE = Policy(verifier=VerifierSettings(delivery=Delivery.INLINE))
 IMAGE = f"{PROBE_IMAGE_REPOSITORY}:{__version__}"
 
 
@@ -76,17 +76,19 @@ def test_default_image_is_the_release_tag() -> None:
     ("policy", "image"),
     [
         pytest.param(
-            Policy(verifier_registry="registry.example.com/mirror"),
+            Policy(verifier=VerifierSettings(registry="registry.example.com/mirror")),
             f"registry.example.com/mirror/dask-gpu-parity/dask-gpu-parity-probe:{__version__}",
             id="mirror-keeps-path-and-tag",
         ),
         pytest.param(
-            Policy(verifier_registry="registry.example.com:5000/"),
+            Policy(verifier=VerifierSettings(registry="registry.example.com:5000/")),
             f"registry.example.com:5000/dask-gpu-parity/dask-gpu-parity-probe:{__version__}",
             id="mirror-with-port",
         ),
         pytest.param(
-            Policy(verifier_image="registry.example.com/probe@sha256:" + "a" * 64),
+            Policy(
+                verifier=VerifierSettings(image="registry.example.com/probe@sha256:" + "a" * 64)
+            ),
             "registry.example.com/probe@sha256:" + "a" * 64,
             id="policy-image-by-digest",
         ),
@@ -148,7 +150,7 @@ def test_same_gpu_resource_as_the_scheduler() -> None:
 
 
 def test_expectations_from_policy_and_inventory() -> None:
-    policy = Policy(verifier_min_compute_capability="8.0")
+    policy = Policy(verifier=VerifierSettings(min_compute_capability="8.0"))
     init = init_of(example("gpu-cluster-tcp.yaml"), policy, inventory=Inventory.from_nodes(nodes()))
     env = {e["name"]: e.get("value") for e in init["env"]}
     assert env[probe.ENV_EXPECT_DRIVER] == "580.95.05"
@@ -157,13 +159,13 @@ def test_expectations_from_policy_and_inventory() -> None:
 
 
 def test_expect_driver_can_be_turned_off() -> None:
-    policy = Policy(verifier_expect_driver=False)
+    policy = Policy(verifier=VerifierSettings(expect_driver=False))
     init = init_of(example("gpu-cluster-tcp.yaml"), policy, inventory=Inventory.from_nodes(nodes()))
     assert probe.ENV_EXPECT_DRIVER not in {e["name"] for e in init.get("env", [])}
 
 
 def test_disabled_verifier_injects_nothing() -> None:
-    result = evaluate(cluster(), Policy(verifier_enabled=False))
+    result = evaluate(cluster(), Policy(verifier=VerifierSettings(enabled=False)))
     assert get_in(result.patched, (*SCHED, "initContainers")) is None
     assert get_in(result.patched, (*SCHED, "volumes")) is None
 
@@ -264,7 +266,7 @@ def test_compute_libraries_under_both_runtimes(
 
 def previous_release(doc: dict[str, Any], source: str = "import probe\nprobe.main()\n") -> Any:
     """``doc`` as release 0.1.0 (main e209ac6) fixed it: the probe inline, GPU in requests."""
-    out = fixed(doc, Policy(verifier_enabled=False))
+    out = fixed(doc, Policy(verifier=VerifierSettings(enabled=False)))
     scheduler = get_in(out, (*SCHED, "containers", 0))
     get_in(out, SCHED)["initContainers"] = [
         {
@@ -312,7 +314,7 @@ def test_older_probe_image_changes_one_reference() -> None:
 
 
 def test_a_mirror_set_later_is_converged_to() -> None:
-    policy = Policy(verifier_registry="registry.example.com")
+    policy = Policy(verifier=VerifierSettings(registry="registry.example.com"))
     out = converges(fixed(cluster()), policy)
     assert inits(out)["gpu-parity-probe"]["image"].startswith("registry.example.com/")
 
@@ -398,10 +400,10 @@ def _policy(verifier_spec: dict[str, Any]) -> Policy:
 
 
 def test_policy_reads_delivery_image_and_registry() -> None:
-    assert _policy({}).verifier_delivery is Delivery.REFERENCE
-    assert _policy({"delivery": "inline"}).verifier_delivery is Delivery.INLINE
-    assert _policy({"image": "r.example/p:1.0"}).verifier_image == "r.example/p:1.0"
-    assert _policy({"registry": "r.example/m"}).verifier_registry == "r.example/m"
+    assert _policy({}).verifier.delivery is Delivery.REFERENCE
+    assert _policy({"delivery": "inline"}).verifier.delivery is Delivery.INLINE
+    assert _policy({"image": "r.example/p:1.0"}).verifier.image == "r.example/p:1.0"
+    assert _policy({"registry": "r.example/m"}).verifier.registry == "r.example/m"
 
 
 @pytest.mark.parametrize(
@@ -419,9 +421,11 @@ def test_policy_rejects_bad_verifier_settings(spec: dict[str, Any], message: str
 
 
 def test_with_verifier_overrides_image_and_registry_together() -> None:
-    policy = with_verifier(Policy(verifier_registry="r.example"), image="x.example/p:2")
-    assert (policy.verifier_image, policy.verifier_registry) == ("x.example/p:2", None)
-    assert with_verifier(policy, delivery="inline").verifier_image == "x.example/p:2"
+    policy = with_verifier(
+        Policy(verifier=VerifierSettings(registry="r.example")), image="x.example/p:2"
+    )
+    assert (policy.verifier.image, policy.verifier.registry) == ("x.example/p:2", None)
+    assert with_verifier(policy, delivery="inline").verifier.image == "x.example/p:2"
 
 
 def test_an_earlier_releases_verifier_in_a_running_scheduler_is_not_drift() -> None:

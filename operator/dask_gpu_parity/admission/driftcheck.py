@@ -109,7 +109,7 @@ class DriftChecks:
         report = self.stores.specs.check(cluster.body(), body, policy, self.operator.inventory())
         if report is None or not report.new:
             return
-        repair = policy.drift_repair and report.repair_patch is not None
+        repair = policy.drift.repair and report.repair_patch is not None
         message = report.message(repairing=repair)
         parts = (cluster.uid, deployment.uid, str(deployment.generation), message)
         name = podevents.event_name(key[1], *parts)
@@ -151,7 +151,7 @@ class DriftChecks:
             return
         deployment = self.stores.deployment(key)
         target = mismatch.target
-        repair = policy.drift_repair and target is not None and deployment is not None
+        repair = policy.drift.repair and target is not None and deployment is not None
         message = mismatch.message(repairing=repair)
         self.events.post(ref, "Warning", "ParityDriverMismatch", message)
         log.warning(f"DaskCluster {key[0]}/{key[1]}: {message}")

@@ -9,7 +9,6 @@ no traceback. ``fix``: 0, or 2 for an input it could not read or write.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import os
@@ -23,37 +22,27 @@ from dask_gpu_parity.manifests import InputError
 from dask_gpu_parity.manifests.report import printable
 from dask_gpu_parity.manifests.rewrite import Signalled, signals_raise
 
+from .args import Arguments, CheckArgs, FixArgs, RunArgs, VerifyArgs, parse_args
 from .check import check
 from .fix import fix
 from .operator import run, webhook_config
-from .parser import PROBE_FLAGS, build_parser
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-def _verify_gpu(args: argparse.Namespace) -> int:
-    """The probe, with each flag given passed on as the probe's own ``--flag=value``."""
-    argv = [
-        f"{flag}={getattr(args, env)}"
-        for env, flag in PROBE_FLAGS.items()
-        if getattr(args, env) is not None
-    ]
-    return probe.main(argv)
-
-
-def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.command == "verify-gpu":
-        return _verify_gpu(args)
-    if args.command == "run":
+def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
+    if isinstance(args, VerifyArgs):  # the probe, each flag given passed on as its own
+        return probe.main(list(args.probe_argv))
+    if isinstance(args, RunArgs):
         return run(args)
-    if args.command == "webhook-config":
+    if not isinstance(args, CheckArgs | FixArgs):
         return webhook_config(args, out)
     # Manifests are acyclic dicts and lists that reference counting frees; the cyclic
     # collector would only re-scan every parsed document, again and again, as input grows.
     gc.disable()
-    if args.command == "check":
+    if isinstance(args, CheckArgs):
         report, code = check(args)
         out.write(report)
         out.flush()
@@ -68,7 +57,7 @@ def main(
     """Run the command line; return the exit code."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        return _dispatch(build_parser().parse_args(argv), out, err)
+        return _dispatch(parse_args(argv), out, err)
     except InputError as exc:
         err.write(printable(f"error: {exc}") + "\n")
         return EXIT_USAGE

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import os
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from dask_gpu_parity.core.findings import Severity
@@ -11,6 +11,7 @@ from dask_gpu_parity.manifests import STDIN, FileError, InputError, render_fixed
 from dask_gpu_parity.manifests.inplace import escaping_link
 from dask_gpu_parity.manifests.report import printable
 
+from .args import FixArgs
 from .inputs import evaluate_all, load_inputs, load_inventory, load_policy
 
 __all__ = ["fix"]
@@ -18,12 +19,13 @@ __all__ = ["fix"]
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
-def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def fix(args: FixArgs, out: TextIO, err: TextIO) -> int:
     """Fix every input; to stdout nothing is written unless every input could be read."""
-    if args.in_place and STDIN in args.paths:
+    paths = args.inputs.paths
+    if args.in_place and STDIN in paths:
         raise InputError("fix: --in-place cannot rewrite stdin; drop - or --in-place")
-    policy, inventory = load_policy(args), load_inventory(args.nodes)
-    inputs = load_inputs(args)
+    policy, inventory = load_policy(args.inputs), load_inventory(args.inputs.nodes)
+    inputs = load_inputs(args.inputs, regular_only=args.in_place)
     errors: list[FileError] = list(inputs.errors)
     if errors and not args.in_place:  # a stream with a file left out would lose it
         _report(errors, err)
@@ -40,7 +42,7 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     texts: list[str] = []
     changed = unchanged = 0
-    folders = [p for p in args.paths if p != STDIN and os.path.isdir(p)]
+    folders = [p for p in paths if p != STDIN and os.path.isdir(p)]
     for source, _ in inputs.parsed:
         try:
             text = render_fixed(source, by_source.get(id(source), {}))
@@ -49,7 +51,7 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             elif text == source.text:
                 unchanged += 1
             else:
-                _refuse_escaping_link(source.name, args.paths, folders)
+                _refuse_escaping_link(source.name, paths, folders)
                 how = write_in_place(source.name, text, bom=source.bom)
                 changed += 1
                 err.write(printable(f"fixed {source.display}") + _how(how) + "\n")
@@ -71,7 +73,7 @@ def fix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_USAGE if errors else EXIT_OK
 
 
-def _refuse_escaping_link(name: str, named: list[str], folders: list[str]) -> None:
+def _refuse_escaping_link(name: str, named: Sequence[str], folders: list[str]) -> None:
     """A FileError for a symlink met in a folder walk that leads out of the folder."""
     is_named = os.path.normpath(name) in {os.path.normpath(n) for n in named}
     escape = None if is_named else escaping_link(name, folders)

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from dask_gpu_parity.core.engine import Result, evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.policy import Policy, PolicyError
-from dask_gpu_parity.core.policy_manifest import load, with_verifier
+from dask_gpu_parity.core.policy_manifest import load, override
 from dask_gpu_parity.core.resources import DaskResource, view
 from dask_gpu_parity.manifests import (
     STDIN,
     Document,
     FileError,
     InputError,
-    Selection,
     Source,
     discover,
     parse,
     read_source,
 )
 from dask_gpu_parity.manifests.discover import NOTICES, skipped
+
+from .args import InputArgs
 
 __all__ = ["Checked", "Inputs", "evaluate_all", "load_inputs", "load_inventory", "load_policy"]
 
@@ -55,38 +55,27 @@ class Inputs:
         return [d for _, docs in self.parsed for d in docs]
 
 
-def selection(args: argparse.Namespace) -> Selection:
-    """The file selection the flags ask for."""
-    return Selection(
-        exclude=tuple(args.exclude),
-        default_excludes=not args.no_default_excludes,
-        respect_gitignore=not args.no_respect_gitignore,
-        force_exclude=args.force_exclude,
-        stdin_filename=args.stdin_filename,
-    )
-
-
-def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Source | FileError]]:
+def _sources(args: InputArgs, *, regular_only: bool) -> Iterator[tuple[str, Source | FileError]]:
     if args.paths.count(STDIN) > 1:
         raise InputError("- (stdin) can be read only once: name it once")
-    for name in discover(args.paths, selection(args)):
+    for name in discover(args.paths, args.selection):
         if isinstance(name, FileError):
             yield name.file, name
             continue
         try:
             label = args.stdin_filename if name == STDIN else ""
-            yield (
-                name,
-                read_source(name, label=label, regular_only=getattr(args, "in_place", False)),
-            )
+            yield name, read_source(name, label=label, regular_only=regular_only)
         except FileError as exc:
             yield name, exc
 
 
-def load_inputs(args: argparse.Namespace) -> Inputs:
-    """Every input of the command line, read and parsed; a FileError per one that failed."""
+def load_inputs(args: InputArgs, *, regular_only: bool = False) -> Inputs:
+    """Every input of the command line, read and parsed; a FileError per one that failed.
+
+    ``regular_only`` (``fix --in-place``) refuses what is not a regular file.
+    """
     inputs = Inputs()
-    for name, source in _sources(args):
+    for name, source in _sources(args, regular_only=regular_only):
         if isinstance(source, FileError):
             (inputs.notices if source.code in NOTICES else inputs.errors).append(source)
             continue
@@ -104,15 +93,24 @@ def _documents(path: str) -> list[Document]:
     return parse(read_source(path))
 
 
-def load_policy(args: argparse.Namespace) -> Policy | None:
+# The flags that override a policy's keys (the manifest path a PolicyError names).
+_FLAGS = {
+    "spec.placement.extendedResourceToleration": "--extended-resource-toleration",
+    "spec.verifier.delivery": "--verifier",
+    "spec.verifier.image": "--probe-image",
+    "spec.verifier.registry": "--probe-registry",
+}
+
+
+def load_policy(args: InputArgs) -> Policy | None:
     """The ``--policy`` file's DaskGPUPolicy (any error is a usage error), with the flags' say.
 
     ``--extended-resource-toleration``, ``--verifier``, ``--probe-image`` and
     ``--probe-registry`` override the policy's settings (or the defaults').
     """
-    path, ert = args.policy, args.extended_resource_toleration
     policy = None
-    if path is not None:
+    if args.policy is not None:
+        path = args.policy
         policies = [d for d in _documents(path) if d.data.get("kind") == "DaskGPUPolicy"]
         if len(policies) != 1:
             raise InputError(f"{path}: expected one DaskGPUPolicy, found {len(policies)}")
@@ -120,24 +118,19 @@ def load_policy(args: argparse.Namespace) -> Policy | None:
             policy = load(policies[0].data)
         except PolicyError as exc:
             raise InputError(f"{path}: invalid DaskGPUPolicy: {exc}") from exc
-    if ert is not None:
-        policy = replace(policy or Policy(), extended_resource_toleration=ert)
-    if args.verifier is None and args.probe_image is None and args.probe_registry is None:
+    given = (
+        args.extended_resource_toleration,
+        args.verifier,
+        args.probe_image,
+        args.probe_registry,
+    )
+    values = {path: value for path, value in zip(_FLAGS, given, strict=True) if value is not None}
+    if not values:
         return policy
     try:
-        return with_verifier(
-            policy or Policy(),
-            delivery=args.verifier,
-            image=args.probe_image,
-            registry=args.probe_registry,
-        )
+        return override(policy or Policy(), values)
     except PolicyError as exc:
-        field, _, message = str(exc).partition(": ")
-        flag = {
-            "spec.verifier.image": "--probe-image",
-            "spec.verifier.registry": "--probe-registry",
-        }
-        raise InputError(f"{flag.get(field, '--verifier')}: {message}") from exc
+        raise InputError(f"{_FLAGS.get(exc.field, exc.field)}: {exc.message}") from exc
 
 
 def load_inventory(path: str | None) -> Inventory | None:

@@ -8,7 +8,6 @@ tracebacks.
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import urllib.parse
@@ -19,6 +18,8 @@ import yaml
 
 from dask_gpu_parity.admission.configurations import WebhookValues, configurations
 from dask_gpu_parity.manifests import InputError
+
+from .args import RunArgs, WebhookConfigArgs
 
 __all__ = ["api_server", "run", "webhook_config"]
 
@@ -94,7 +95,7 @@ def _reachable(server: str) -> None:
         ) from exc
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: RunArgs) -> int:
     """Start the operator once its certificate, configuration and API server are there."""
     for path in (args.tls_cert, args.tls_key):
         if not os.access(path, os.R_OK):
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             addr=args.address,
             metrics_port=args.metrics_port,
             health_port=args.health_port,
-            drift=not args.no_drift,
+            drift=args.drift,
         ),
         json_logs=args.log_json,
         verbose=args.verbose,
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def webhook_config(args: argparse.Namespace, out: TextIO) -> int:
+def webhook_config(args: WebhookConfigArgs, out: TextIO) -> int:
     """Print the webhook configurations for an operator outside the cluster."""
     if not args.url.startswith("https://"):
         raise InputError(

@@ -16,17 +16,35 @@ from .labels import LabelSelector
 
 __all__ = [
     "Delivery",
+    "DriftSettings",
     "ExtendedResourceToleration",
     "Mode",
     "Placement",
+    "PlacementSettings",
     "Policy",
     "PolicyError",
+    "SchedulerSettings",
+    "VerifierResources",
+    "VerifierSettings",
     "select",
 ]
 
 
 class PolicyError(ValueError):
-    """A policy that cannot be used; the message names the field."""
+    """A policy that cannot be used: the field (its path in the manifest) and what is wrong.
+
+    ``field`` is data (``spec.verifier.image``, or empty for the whole object), so a caller
+    names its own source of the setting (a flag, a file) without reading the message;
+    ``str()`` is ``field: message``.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(field, message)
+        self.field = field
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
 
 
 class Mode(enum.StrEnum):
@@ -68,28 +86,67 @@ class ExtendedResourceToleration(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class SchedulerSettings:
+    """``spec.scheduler``: the scheduler's GPU and node pool."""
+
+    gpu_resource: str | None = None  # default: the workers'
+    gpu_count: int = 1
+    node_selector: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PlacementSettings:
+    """``spec.placement``: how the scheduler is placed beside its workers."""
+
+    strategy: Placement = Placement.PIN_DRIVER_CLASS
+    extended_resource_toleration: ExtendedResourceToleration = ExtendedResourceToleration.AUTO
+
+
+@dataclass(frozen=True)
+class VerifierResources:
+    """``spec.verifier.resources``: what the ``gpu-parity-check`` init container requests."""
+
+    cpu: str = "100m"
+    memory: str = "256Mi"
+
+
+@dataclass(frozen=True)
+class VerifierSettings:
+    """``spec.verifier``: the ``gpu-parity-check`` init container."""
+
+    enabled: bool = True
+    delivery: Delivery = Delivery.REFERENCE
+    image: str | None = None  # the probe image; default: this release's
+    registry: str | None = None  # a mirror for this release's probe image
+    min_compute_capability: str | None = None
+    expect_driver: bool = True  # spec.verifier.expectDriverVersion
+    resources: VerifierResources = field(default_factory=VerifierResources)
+
+
+@dataclass(frozen=True)
+class DriftSettings:
+    """``spec.drift``: what the drift watch does with a drifted scheduler."""
+
+    repair: bool = False
+
+
+@dataclass(frozen=True)
 class Policy:
-    """Everything ``evaluate`` needs to know about what parity means here."""
+    """Everything ``evaluate`` needs to know about what parity means here.
+
+    Its groups mirror the ``DaskGPUPolicy`` spec: ``policy.verifier.image`` is
+    ``spec.verifier.image``.
+    """
 
     name: str = "built-in defaults"
     mode: Mode = Mode.ENFORCE
     priority: int = 0
     namespace_selector: LabelSelector = field(default_factory=LabelSelector)
     tcp_severity: Severity = Severity.ERROR
-    scheduler_gpu_resource: str | None = None
-    scheduler_gpu_count: int = 1
-    scheduler_node_selector: tuple[tuple[str, str], ...] = ()
-    placement: Placement = Placement.PIN_DRIVER_CLASS
-    extended_resource_toleration: ExtendedResourceToleration = ExtendedResourceToleration.AUTO
-    verifier_enabled: bool = True
-    verifier_delivery: Delivery = Delivery.REFERENCE
-    verifier_image: str | None = None  # the probe image; default: this release's
-    verifier_registry: str | None = None  # a mirror for this release's probe image
-    verifier_min_compute_capability: str | None = None
-    verifier_expect_driver: bool = True
-    verifier_cpu: str = "100m"
-    verifier_memory: str = "256Mi"
-    drift_repair: bool = False
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    placement: PlacementSettings = field(default_factory=PlacementSettings)
+    verifier: VerifierSettings = field(default_factory=VerifierSettings)
+    drift: DriftSettings = field(default_factory=DriftSettings)
 
 
 def select(policies: Iterable[Policy], namespace_labels: Mapping[str, str]) -> Policy:

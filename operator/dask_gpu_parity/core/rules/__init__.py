@@ -26,7 +26,7 @@ def cluster_parity(ctx: Context) -> list[Finding]:
     findings = scheduler_gpu(ctx) + scheduler_image(ctx) + job_runner_image(ctx)
     findings += environment(ctx)
     pinned = None
-    if ctx.policy.placement is not Placement.NONE:
+    if ctx.policy.placement.strategy is not Placement.NONE:
         findings += worker_constraints(ctx)
         if ctx.inventory is not None:
             pin_findings, pinned = pin_driver_class(ctx, ctx.inventory)

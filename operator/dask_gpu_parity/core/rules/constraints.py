@@ -48,7 +48,7 @@ def worker_constraints(ctx: Context) -> list[Finding]:
 
 
 def _node_selector(ctx: Context, own_pool: bool) -> list[Finding]:
-    pool = dict(ctx.policy.scheduler_node_selector)
+    pool = dict(ctx.policy.scheduler.node_selector)
     worker = ctx.view.worker.spec.get("nodeSelector")
     wanted = {
         k: v

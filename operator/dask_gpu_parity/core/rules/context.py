@@ -31,7 +31,7 @@ class Context:
     @property
     def gpu_resource(self) -> str:
         """The GPU resource the scheduler should request: the policy's, else the workers'."""
-        return self.policy.scheduler_gpu_resource or self.view.worker_gpus[0].resource
+        return self.policy.scheduler.gpu_resource or self.view.worker_gpus[0].resource
 
     @property
     def extended_tolerations(self) -> bool:
@@ -41,7 +41,7 @@ class Context:
         to a managed service that enables it (GKE, AKS, EKS), and not elsewhere (upstream
         Kubernetes leaves it off).
         """
-        setting = self.policy.extended_resource_toleration
+        setting = self.policy.placement.extended_resource_toleration
         if setting == ExtendedResourceToleration.AUTO:  # == : a str value compares equal too
             provider = self.inventory.provider if self.inventory is not None else None
             return provider is not None and provider.extended_resource_toleration

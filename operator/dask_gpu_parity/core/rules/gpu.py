@@ -36,7 +36,7 @@ def scheduler_gpu(ctx: Context) -> list[Finding]:
                 "spec.scheduler.gpuResource in the DaskGPUPolicy",
             )
         ]
-    count = str(ctx.policy.scheduler_gpu_count)
+    count = str(ctx.policy.scheduler.gpu_count)
     why = (
         "under UCX, GPU buffers go through the scheduler"
         if ctx.ucx

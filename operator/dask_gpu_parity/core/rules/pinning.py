@@ -156,7 +156,7 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
         pin_scheduler(trial, nc, _pin_expressions(nc, inventory.legacy_labels(nodes)))
         if inventory.fits_any(trial, extended_tolerations=ctx.extended_tolerations):
             candidates.append((nc, nodes))
-    if not candidates or ctx.policy.placement.value != "pin-driver-class":
+    if not candidates or ctx.policy.placement.strategy.value != "pin-driver-class":
         return [], None  # DGP013 explains why the scheduler fits nowhere
     chosen, nodes = max(candidates, key=rank)
     legacy = isinstance(chosen, DriverClass) and inventory.legacy_labels(inventory.of_class(chosen))

@@ -66,7 +66,7 @@ def own_pool(ctx: Context) -> bool:
     (docs.rapids.ai, "GPU optimization for the Dask scheduler on Kubernetes"). Such a scheduler
     keeps its pool: only the driver and CUDA version are made equal to the workers'.
     """
-    if ctx.policy.scheduler_node_selector:
+    if ctx.policy.scheduler.node_selector:
         return True
     scheduler = _placement(ctx.view.scheduler.spec, preferred=True)
     return bool(scheduler) and bool(scheduler - _placement(ctx.view.worker.spec, preferred=True))

@@ -35,7 +35,7 @@ __all__ = ["probe_image", "verifier"]
 
 def probe_image(policy: Policy) -> str:
     """The probe image the policy asks for: its own reference, else this release's (mirrored)."""
-    return policy.verifier_image or default_probe_image(policy.verifier_registry)
+    return policy.verifier.image or default_probe_image(policy.verifier.registry)
 
 
 def verifier(ctx: Context, pinned: DriverClass | None) -> list[Finding]:
@@ -46,21 +46,21 @@ def verifier(ctx: Context, pinned: DriverClass | None) -> list[Finding]:
         return []  # DGP001/DGP003 could not be fixed; the verifier would not run
     findings = _compute_capability(ctx)
     init = scheduler.spec.get("initContainers", [])
-    if not policy.verifier_enabled or not isinstance(init, list):
+    if not policy.verifier.enabled or not isinstance(init, list):
         return findings
     init = list(init)
     at = next((i for i, c in enumerate(init) if _named(c, VERIFIER_CONTAINER)), None)
-    inline = policy.verifier_delivery is Delivery.INLINE
+    inline = policy.verifier.delivery is Delivery.INLINE
     wanted = init_container(
         scheduler.container,
         inline=inline,
         gpu_resource=gpus[0].resource,
         gpu_count=str(gpus[0].quantity),
-        expect_driver=pinned.driver if pinned and policy.verifier_expect_driver else None,
-        min_compute_capability=policy.verifier_min_compute_capability,
+        expect_driver=pinned.driver if pinned and policy.verifier.expect_driver else None,
+        min_compute_capability=policy.verifier.min_compute_capability,
         expect_cuda=cuda.version if (cuda := ctx.view.cuda) and cuda.minor_known else None,
-        cpu=policy.verifier_cpu,
-        memory=policy.verifier_memory,
+        cpu=policy.verifier.resources.cpu,
+        memory=policy.verifier.resources.memory,
     )
     ptr = f"{scheduler.ptr}/initContainers"
     copy = None if inline else copy_container(probe_image(policy))

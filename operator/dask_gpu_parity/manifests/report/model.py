@@ -23,7 +23,7 @@ FILE_CODES = frozenset({"DGP900", "DGP901"})  # findings about an input file, no
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Located:
     """A finding with the resource and the place in the input it is about.
 
