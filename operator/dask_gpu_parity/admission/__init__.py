@@ -2,11 +2,12 @@
 
 Pure first: ``decisions`` (what to answer), ``reviews`` (AdmissionReviews), ``configurations``
 (the webhook configurations), ``drift`` (a scheduler Deployment against parity), ``placement``
-(where the pods run, by driver class) and ``nodeindex`` (GPU nodes grouped by shape) import no
-I/O library. Then the wiring: ``state`` (the one owner of the running operator's state),
-``informer`` and ``apiserver`` (list-then-watch over aiohttp), ``driftwatch`` and ``events``,
-``server`` (the HTTPS webhook server), ``handlers`` (kopf: settings, ``run``), ``kube`` (the
-Kubernetes client) and ``metrics`` (Prometheus and ``/readyz``).
+(where the pods run, by driver class) and ``nodeindex``
+(node events into the core inventory's shapes, snapshots out) import no I/O library. Then the
+wiring: ``state`` (the one owner of the running operator's state), ``informer`` and
+``apiserver`` (list-then-watch over aiohttp), ``driftwatch`` and ``events``, ``server`` (the
+HTTPS webhook server), ``handlers`` (kopf: settings, ``run``), ``kube`` (the Kubernetes client)
+and ``metrics`` (Prometheus and ``/readyz``).
 
 Importing this package imports no kopf: ``check`` and ``webhook-config`` use its pure modules.
 """

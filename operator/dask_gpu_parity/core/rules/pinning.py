@@ -16,7 +16,6 @@ merely happens to reach today.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -26,8 +25,8 @@ from dask_gpu_parity.core.inventory import (
     CUDA_FULL,
     DRIVER_FULL,
     DriverClass,
-    GpuNode,
     Inventory,
+    Nodes,
 )
 from dask_gpu_parity.core.plain import as_map, copy_json
 from dask_gpu_parity.core.providers import PoolClass
@@ -89,15 +88,15 @@ def _driver_key(nc: NodeClass) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in nc.driver.split("."))
 
 
-def worker_nodes(ctx: Context, inventory: Inventory) -> Sequence[GpuNode]:
+def worker_nodes(ctx: Context, inventory: Inventory) -> Nodes:
     """The usable GPU nodes that can take a worker."""
     return inventory.fitting(ctx.view.worker.spec, extended_tolerations=ctx.extended_tolerations)
 
 
-def _classes(inventory: Inventory, nodes: Sequence[GpuNode]) -> dict[NodeClass, Sequence[GpuNode]]:
+def _classes(inventory: Inventory, nodes: Nodes) -> dict[NodeClass, Nodes]:
     """Nodes by driver class; by provider node pool where no node has driver labels."""
     # Comprehensions, not dict(): they widen the key type to NodeClass (dict keys are invariant).
-    found: dict[NodeClass, Sequence[GpuNode]] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
+    found: dict[NodeClass, Nodes] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
     return found or {k: v for k, v in inventory.pools(nodes).items()}  # noqa: C416
 
 
@@ -120,7 +119,7 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     reachable = worker_nodes(ctx, inventory)
     classes = _classes(inventory, reachable)
     labelled = any(isinstance(nc, DriverClass) for nc in classes)
-    unlabelled = inventory.unlabelled(reachable) if labelled else []
+    unlabelled = inventory.unlabelled(reachable) if labelled else Nodes()
     fits = {
         nc: fit(nc, cuda) if cuda and isinstance(nc, DriverClass) else Fit.RUNS for nc in classes
     }
@@ -133,10 +132,10 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
         return _older_minor(ctx, driver, fits.get(chosen) if chosen else None), driver
     resource = ctx.view.worker_gpus[0].resource
 
-    def capacity(nodes: Sequence[GpuNode]) -> Decimal:
+    def capacity(nodes: Nodes) -> Decimal:
         return inventory.allocatable(nodes, resource)
 
-    def rank(item: tuple[NodeClass, Sequence[GpuNode]]) -> tuple[Any, ...]:
+    def rank(item: tuple[NodeClass, Nodes]) -> tuple[Any, ...]:
         nc, nodes = item
         settled = inventory.label_values(nodes, _UPGRADE_STATE) <= _UPGRADED
         return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
@@ -197,7 +196,7 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     return findings + _older_minor(ctx, driver, fits[chosen]), driver
 
 
-def _no_class(ctx: Context, classes: dict[NodeClass, Sequence[GpuNode]]) -> Finding:
+def _no_class(ctx: Context, classes: dict[NodeClass, Nodes]) -> Finding:
     """DGP020: every class the workers can reach is too old for the image's CUDA."""
     cuda = ctx.view.cuda
     assert cuda is not None  # only then can a class fail to qualify
