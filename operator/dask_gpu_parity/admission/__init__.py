@@ -2,7 +2,7 @@
 
 Pure first: ``decisions`` (what to answer), ``reviews`` (AdmissionReviews), ``configurations``
 (the webhook configurations), ``drift`` (a scheduler Deployment against parity), ``placement``
-(where the pods run, by driver class) and ``nodeindex``
+(where the pods run, by driver class; its repair pins as admission does) and ``nodeindex``
 (node events into the core inventory's shapes, snapshots out) import no I/O library. Then the
 wiring: ``state`` (the one owner of the running operator's state), ``informer`` and
 ``apiserver`` (list-then-watch over aiohttp), ``driftwatch`` and ``events``, ``server`` (the

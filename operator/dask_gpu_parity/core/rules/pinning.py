@@ -11,7 +11,8 @@ provider's node pool stands in for the class (one pool, one driver).
 A scheduler on a GPU pool of its own (a T4 pool beside A100 workers, as RAPIDS' guide does)
 keeps it: only the driver and CUDA version are pinned on it, never the workers' node pool. The
 driver returned for the verifier's expectation is one the scheduler's spec pins, never one it
-merely happens to reach today.
+merely happens to reach today. The pin itself is :mod:`.pins`', the one the drift watch repairs
+a scheduler Deployment with.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from typing import Any
 
 from dask_gpu_parity.core.cuda import Fit, fit
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.inventory import (
-    CUDA_FULL,
-    DRIVER_FULL,
-    DriverClass,
-    Inventory,
-    Nodes,
-)
-from dask_gpu_parity.core.plain import as_map, copy_json
+from dask_gpu_parity.core.inventory import DriverClass, Inventory, Nodes
+from dask_gpu_parity.core.plain import copy_json
 from dask_gpu_parity.core.providers import PoolClass
-from dask_gpu_parity.core.rules.affinity import add_expressions, expressions, terms
+from dask_gpu_parity.core.rules.affinity import add_expressions
 from dask_gpu_parity.core.rules.context import Context
+from dask_gpu_parity.core.rules.pins import (
+    NodeClass,
+    legacy_pin,
+    pin_expressions,
+    pins_driver,
+)
 from dask_gpu_parity.core.rules.pools import own_pool
 from dask_gpu_parity.names import CUDA_ANNOTATION
 
@@ -39,47 +40,6 @@ __all__ = ["pin_driver_class", "pins_driver", "worker_nodes"]
 
 _UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # set by the GPU Operator's upgrades
 _UPGRADED = frozenset(("", "upgrade-done"))
-
-NodeClass = DriverClass | PoolClass
-
-
-def _pin_expressions(nc: NodeClass, legacy: bool) -> list[dict[str, Any]]:
-    if isinstance(nc, PoolClass):
-        return [{"key": nc.label, "operator": "In", "values": [nc.pool]}]
-    if not legacy:
-        return [
-            {"key": DRIVER_FULL, "operator": "In", "values": [nc.driver]},
-            {"key": CUDA_FULL, "operator": "In", "values": [nc.cuda]},
-        ]
-    major, minor, *rev = nc.driver.split(".")
-    cuda_major, cuda_minor = [*nc.cuda.split("."), "0"][:2]
-    exprs = [
-        {"key": "nvidia.com/cuda.driver.major", "operator": "In", "values": [major]},
-        {"key": "nvidia.com/cuda.driver.minor", "operator": "In", "values": [minor]},
-        {"key": "nvidia.com/cuda.runtime.major", "operator": "In", "values": [cuda_major]},
-        {"key": "nvidia.com/cuda.runtime.minor", "operator": "In", "values": [cuda_minor]},
-    ]
-    if rev:
-        exprs.insert(2, {"key": "nvidia.com/cuda.driver.rev", "operator": "In", "values": [rev[0]]})
-    return exprs
-
-
-def pins_driver(spec: Any, dc: DriverClass) -> bool:
-    """Whether the pod spec's own constraints keep it on ``dc``'s driver, on any node that joins.
-
-    A nodeSelector on the driver label, or every required term carrying the pin's driver
-    expressions (new keys or legacy ones).
-    """
-    if as_map(as_map(spec).get("nodeSelector")).get(DRIVER_FULL) == dc.driver:
-        return True
-    forms = [
-        [e for e in _pin_expressions(dc, legacy) if "driver" in e["key"]]
-        for legacy in (False, True)
-    ]
-    found = terms(as_map(spec))
-    return bool(found) and all(
-        any(all(e in expressions(t) for e in form) for form in forms) for t in found or []
-    )
 
 
 def _driver_key(nc: NodeClass) -> tuple[int, ...]:
@@ -152,14 +112,14 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     candidates = []
     for nc, nodes in usable.items():
         trial = copy_json(scheduler.spec)
-        pin_scheduler(trial, nc, _pin_expressions(nc, inventory.legacy_labels(nodes)))
+        pin_scheduler(trial, nc, pin_expressions(nc, inventory.legacy_labels(nodes)))
         if inventory.fits_any(trial, extended_tolerations=ctx.extended_tolerations):
             candidates.append((nc, nodes))
     if not candidates or ctx.policy.placement.value != "pin-driver-class":
         return [], None  # DGP013 explains why the scheduler fits nowhere
     chosen, nodes = max(candidates, key=rank)
-    legacy = isinstance(chosen, DriverClass) and inventory.legacy_labels(inventory.of_class(chosen))
-    exprs = _pin_expressions(chosen, legacy)
+    legacy = isinstance(chosen, DriverClass) and legacy_pin(inventory, chosen)
+    exprs = pin_expressions(chosen, legacy)
     fixable = add_expressions(worker.spec, exprs) and pin_scheduler(scheduler.spec, chosen, exprs)
     if keeps_pool and not own_pool(ctx):  # its pool is the one the workers now have: the same
         keeps_pool = False
