@@ -62,11 +62,12 @@ class Inventory:
     asking about them is per shape too. ``nodes`` is built only when something walks it.
     """
 
-    __slots__ = ("_nodes", "_per_node", "_shapes", "_size")
+    __slots__ = ("_facts", "_nodes", "_per_node", "_shapes", "_size")
     _shapes: tuple[Shape, ...]
     _per_node: frozenset[str]
     _size: int
     _nodes: tuple[GpuNode, ...] | None
+    _facts: dict[str, Any]  # answers that do not depend on a pod, kept once asked
 
     def __init__(self, shapes: Iterable[Shape], per_node_keys: frozenset[str]) -> None:
         """An inventory of ``shapes``, whose members differ only in ``per_node_keys`` labels."""
@@ -75,6 +76,7 @@ class Inventory:
         object.__setattr__(self, "_per_node", per_node_keys)
         object.__setattr__(self, "_size", sum(len(s.members) for s in shapes))
         object.__setattr__(self, "_nodes", None)
+        object.__setattr__(self, "_facts", {})
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(f"Inventory is immutable: cannot set {name}")
@@ -170,18 +172,25 @@ class Inventory:
 
     @property
     def provider(self) -> Provider | None:
-        """The managed Kubernetes service the nodes' labels name, if any."""
-        for provider in PROVIDERS:
-            for shape in self._shapes:
-                if any(self._has_label(shape, shape.members, k) for k in provider.labels):
-                    return provider
-        return None
+        """The managed Kubernetes service the nodes' labels name, if any (asked once)."""
+        if "provider" not in self._facts:
+            self._facts["provider"] = next(
+                (
+                    provider
+                    for provider in PROVIDERS
+                    for shape in self._shapes
+                    if any(self._has_label(shape, shape.members, k) for k in provider.labels)
+                ),
+                None,
+            )
+        found: Provider | None = self._facts["provider"]
+        return found
 
     def pools(self, nodes: Nodes) -> dict[PoolClass, Nodes]:
         """Nodes grouped by their provider's node pool label (nodes without one left out)."""
         grouped: dict[PoolClass, Nodes] = {}
+        split = any(p.pool_label in self._per_node for p in PROVIDERS)
         for shape, members in nodes.parts:
-            split = any(p.pool_label in self._per_node for p in PROVIDERS)
             for part in ([n] for n in members) if split else (members,):
                 labels = part[0].labels if split else shape.representative.labels
                 for provider in PROVIDERS:  # EKS clusters mix managed node groups and Karpenter
@@ -239,4 +248,9 @@ class Inventory:
 
     def taints(self) -> frozenset[tuple[str, str, str]]:
         """Every taint some GPU node carries (taints are part of a shape: one look per shape)."""
-        return frozenset(t for s in self._shapes for t in s.representative.taints)
+        if "taints" not in self._facts:
+            self._facts["taints"] = frozenset(
+                t for s in self._shapes for t in s.representative.taints
+            )
+        found: frozenset[tuple[str, str, str]] = self._facts["taints"]
+        return found
