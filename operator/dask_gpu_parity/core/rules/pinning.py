@@ -11,8 +11,8 @@ provider's node pool stands in for the class (one pool, one driver).
 A scheduler on a GPU pool of its own (a T4 pool beside A100 workers, as RAPIDS' guide does)
 keeps it: only the driver and CUDA version are pinned on it, never the workers' node pool. The
 driver returned for the verifier's expectation is one the scheduler's spec pins, never one it
-merely happens to reach today. The pin itself is :mod:`.pins`', the one the drift watch repairs
-a scheduler Deployment with.
+merely happens to reach today. The pin itself is written by :mod:`.pins`, as the drift watch's
+repair of a scheduler Deployment writes it.
 """
 
 from __future__ import annotations
@@ -27,12 +27,7 @@ from dask_gpu_parity.core.plain import copy_json
 from dask_gpu_parity.core.providers import PoolClass
 from dask_gpu_parity.core.rules.affinity import add_expressions
 from dask_gpu_parity.core.rules.context import Context
-from dask_gpu_parity.core.rules.pins import (
-    NodeClass,
-    legacy_pin,
-    pin_expressions,
-    pins_driver,
-)
+from dask_gpu_parity.core.rules.pins import NodeClass, legacy_pin, pin_expressions, pins_driver
 from dask_gpu_parity.core.rules.pools import own_pool
 from dask_gpu_parity.names import CUDA_ANNOTATION
 
