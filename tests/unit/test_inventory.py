@@ -228,7 +228,8 @@ node_strategy = st.builds(
     taint=st.booleans(),
     cordoned=st.booleans(),
     extra=st.dictionaries(
-        st.sampled_from(["zone", "pool", UPGRADE_STATE]), st.sampled_from(["a", "upgrade-done"])
+        st.sampled_from(["zone", "pool", UPGRADE_STATE, "cloud.google.com/gke-nodepool"]),
+        st.sampled_from(["a", "upgrade-done"]),
     ),
 )
 label_key = st.sampled_from(
