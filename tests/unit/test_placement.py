@@ -136,6 +136,49 @@ def test_repin_without_affinity_adds_one_term() -> None:
     assert [e["values"] for e in terms[0]["matchExpressions"]] == [["580.95.05"], ["13.0"]]
 
 
+def legacy(driver: str, cuda: str) -> list[dict[str, Any]]:
+    """A pin on the GFD labels older than v0.15.0 (nvidia.md §1: major, minor, rev)."""
+    major, minor, rev = driver.split(".")
+    cmajor, cminor = cuda.split(".")
+    pairs = [("driver.major", major), ("driver.minor", minor), ("driver.rev", rev)]
+    pairs += [("runtime.major", cmajor), ("runtime.minor", cminor)]
+    return [{"key": f"nvidia.com/cuda.{k}", "operator": "In", "values": [v]} for k, v in pairs]
+
+
+def one_term(exprs: list[dict[str, Any]]) -> dict[str, Any]:
+    required = {"nodeSelectorTerms": [{"matchExpressions": exprs}]}
+    return {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    }
+
+
+def repinned(template: dict[str, Any], ops: list[Any]) -> list[Any]:
+    fixed = apply({"spec": {"template": {"spec": template}}}, ops)["spec"]["template"]["spec"]
+    required = fixed["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    return [t["matchExpressions"] for t in required["nodeSelectorTerms"]]
+
+
+def test_repin_keeps_the_legacy_labels_of_a_scheduler_pinned_on_them() -> None:
+    product = {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["H100"]}
+    template = one_term([product, *legacy(*D570)])
+    assert repinned(template, repin(template, dc(D580))) == [[product, *legacy(*D580)]]
+
+
+def test_repin_uses_the_legacy_labels_where_the_class_nodes_have_only_those() -> None:
+    template = {"containers": [{"name": "scheduler"}]}
+    assert repinned(template, repin(template, dc(D580), legacy=True)) == [legacy(*D580)]
+    assert repinned(one_term(legacy(*D570)), repin(one_term(legacy(*D570)), dc(D580), False)) == [
+        [
+            {
+                "key": "nvidia.com/cuda.driver-version.full",
+                "operator": "In",
+                "values": ["580.95.05"],
+            },
+            {"key": "nvidia.com/cuda.runtime-version.full", "operator": "In", "values": ["13.0"]},
+        ]
+    ]
+
+
 def test_tracker_reports_changes_of_classes_not_of_pods() -> None:
     tracker = Tracker()
     first = check("ns", "c", [place("s", "n0", D570)], [place("w0", "n1", D580)])

@@ -4,11 +4,14 @@
 - whenever no node can take the scheduler or the workers, an error finding says so;
 - DGP026 says exactly when the workers' nodes cannot hold every worker beside the scheduler;
 - the verifier expects a driver only where the scheduler's constraints keep it on that driver;
-- ``evaluate`` stays idempotent on every inventory.
+- ``evaluate`` stays idempotent on every inventory;
+- the drift watch agrees with admission's pin: pods where the pin lets them are no mismatch, and
+  its repair pins the scheduler to exactly the nodes of the class admission's pin selects.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -16,11 +19,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dask_gpu_parity.admission.placement import PodPlace, check, repin
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.core.inventory import DriverClass, Inventory, node_fits, pod_gpu_demand
+from dask_gpu_parity.core.patch import apply_in_place
 from dask_gpu_parity.core.policy import ExtendedResourceToleration, PlacementSettings, Policy
 from dask_gpu_parity.core.resources import view
+from dask_gpu_parity.core.rules.pins import legacy_pin, pins_driver
 from dask_gpu_parity.core.view import cluster_view
 
 from .helpers import cluster
@@ -236,3 +242,58 @@ def test_expected_driver_is_never_set_without_a_pin_that_makes_it_true(
         other = {k: v for k, v in node.labels.items() if k not in _DRIVER_LABELS}
         other |= {_DRIVER_LABELS[0]: "999.1.1", _DRIVER_LABELS[1]: "999", _DRIVER_LABELS[2]: "1"}
         assert not node_fits(replace(node, labels=other), scheduler, ert)
+
+
+def _without_driver_pins(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec with every GFD driver or CUDA expression taken out of its required terms.
+
+    A term left empty matches every node (an expression every generated node meets stands in:
+    an empty term would match none).
+    """
+    out = copy.deepcopy(spec)
+    for term in (
+        out.get("affinity", {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms", [])
+    ):
+        kept = [
+            e
+            for e in term.get("matchExpressions", [])
+            if not e["key"].startswith("nvidia.com/cuda.")
+        ]
+        term["matchExpressions"] = kept or [{"key": "kubernetes.io/hostname", "operator": "Exists"}]
+    return out
+
+
+@given(clusters(), inventories(), policies)
+def test_the_drift_watch_judges_and_repins_as_admission_pins(
+    doc: dict[str, Any], inventory: Inventory, policy: Policy
+) -> None:
+    result = evaluate(doc, policy, inventory)
+    ert = policy.placement.extended_resource_toleration is ExtendedResourceToleration.ENABLED
+    scheduler = result.patched["spec"]["scheduler"]["spec"]
+    worker = result.patched["spec"]["worker"]["spec"]
+
+    # Pods wherever admission's pin lets them: the drift watch sees scheduler and workers agree.
+    if _expected_driver(result.patched) is not None:
+        crew = [
+            PodPlace(f"w-{n.name}", n.name, n.driver_class)
+            for n in inventory.nodes
+            if node_fits(n, worker, ert)
+        ]
+        for home in inventory.nodes:
+            if node_fits(home, scheduler, ert):
+                place = PodPlace("s", home.name, home.driver_class)
+                assert check("ns", "c", [place], crew) is None, f"scheduler on {home.name}"
+
+    # The drift watch's repair to any class: admission's pin, on exactly that class's nodes.
+    free = _without_driver_pins(scheduler)
+    for target in {n.driver_class for n in inventory.nodes if n.driver_class}:
+        deployment = {"spec": {"template": {"spec": copy.deepcopy(scheduler)}}}
+        apply_in_place(deployment, repin(scheduler, target, legacy_pin(inventory, target)))
+        repinned = deployment["spec"]["template"]["spec"]
+        assert pins_driver(repinned, target)
+        for n in inventory.nodes:
+            expected = n.driver_class == target and node_fits(n, free, ert)
+            assert node_fits(n, repinned, ert) == expected, f"{n.name} repinned to {target}"

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.policy import Policy
+from dask_gpu_parity.core.rules import pins
 
 from . import placement, podevents
 from .driftstore import PLACEMENT, PODS, SPEC, DriftStores, Key, StoredCluster
@@ -156,7 +157,9 @@ class DriftChecks:
         self.events.post(ref, "Warning", "ParityDriverMismatch", message)
         log.warning(f"DaskCluster {key[0]}/{key[1]}: {message}")
         if repair and deployment is not None and target is not None:
-            ops = placement.repin(deployment.template(), target)
+            inventory = self.operator.inventory()
+            legacy = None if inventory is None else pins.legacy_pin(inventory, target)
+            ops = placement.repin(deployment.template(), target, legacy)
             if ops:
                 self._repair(
                     key, cluster, deployment.name, ops, f"Scheduler Deployment pinned to {target}"

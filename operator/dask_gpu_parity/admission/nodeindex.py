@@ -1,15 +1,11 @@
-"""The GPU nodes as the operator keeps them: grouped by shape, changed one node at a time.
+"""The GPU nodes as the operator keeps them: fed one watch event at a time, handed out whole.
 
-A node's *shape* is everything placement reads of it except what is unique to the node: its
-name and its per-node labels (``kubernetes.io/hostname``, GFD's ``nvidia.com/gfd.timestamp``,
-and any label whose value is the node's name). Nodes of one shape answer every placement
-question alike, so :class:`IndexedInventory` asks ``node_fits`` once per shape, not once per
-node: a pool of 2,000 identical nodes costs one call. A pod that selects on a per-node label or
-on a field (``matchFields``) is the exception: then every node is asked, as before.
-
-:class:`NodeIndex` is changed by one watch event at a time (no rebuild, no sort) and hands out
-an immutable :class:`IndexedInventory` snapshot, rebuilt from the shapes only after a change.
-Pure: plain data in and out, no I/O.
+:class:`NodeIndex` is changed by one watch event at a time (a node added, changed or removed: no
+rebuild, no sort), keeping the nodes grouped by shape (``core/shapes.py``), and hands out an
+immutable core :class:`~dask_gpu_parity.core.inventory.Inventory` snapshot, rebuilt from the
+shapes only after a change. Placement questions are the inventory's to answer, never the
+index's. Per-node labels are those of ``core/shapes.py`` and any label whose value is the node's
+name, as ``Inventory.from_nodes`` reads them. Pure: plain data in and out, no I/O.
 """
 
 from __future__ import annotations
@@ -19,14 +15,10 @@ import sys
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from dask_gpu_parity.core.inventory import DriverClass, GpuNode
+from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory
+from dask_gpu_parity.core.shapes import PER_NODE_LABELS, Shape, own_name_keys, shape_key
 
-from .shapes import IndexedInventory, Shape, referenced_keys, shape_key
-
-__all__ = ["PER_NODE_LABELS", "IndexedInventory", "NodeChange", "NodeIndex", "referenced_keys"]
-
-
-PER_NODE_LABELS = frozenset({"kubernetes.io/hostname", "nvidia.com/gfd.timestamp"})
+__all__ = ["PER_NODE_LABELS", "NodeChange", "NodeIndex"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +51,7 @@ class NodeIndex:
         self._nodes: dict[str, tuple[GpuNode, Hashable]] = {}
         self._groups: dict[Hashable, _Group] = {}
         self._per_node: set[str] = set(PER_NODE_LABELS)
-        self._snapshot: IndexedInventory | None = None
+        self._snapshot: Inventory | None = None
         self._counts: dict[DriverClass | None, int] = {}
         self.version = 0  # bumps on every change of the inventory
         self.shapes_version = 0  # bumps when a shape appears or disappears
@@ -81,7 +73,7 @@ class NodeIndex:
         if node is None:
             return self.delete(name)
         node = _interned(node)
-        self._per_node.update(k for k, v in node.labels.items() if v == name)
+        self._per_node |= own_name_keys(node.labels, name)
         old = self._nodes.get(name)
         if old is not None and old[0] == node:
             dc = self._groups[old[1]].driver_class
@@ -111,7 +103,7 @@ class NodeIndex:
         """Names of the nodes held (for a relist to find the ones that went)."""
         return set(self._nodes)
 
-    def snapshot(self) -> IndexedInventory | None:
+    def snapshot(self) -> Inventory | None:
         """The inventory as of now (``None`` without GPU nodes); the same object until a change."""
         if self._snapshot is None and self._nodes:
             shapes = []
@@ -120,7 +112,7 @@ class NodeIndex:
                     members = tuple(group.members.values())
                     group.snapshot = Shape(members[0], members, group.driver_class)
                 shapes.append(group.snapshot)
-            self._snapshot = IndexedInventory(shapes, frozenset(self._per_node))
+            self._snapshot = Inventory(shapes, frozenset(self._per_node))
         return self._snapshot
 
     def _remove(self, name: str) -> tuple[DriverClass | None, bool]:

@@ -5,7 +5,8 @@ labels, uncordon), so a running cluster can end up with its scheduler on one dri
 its workers, or some of them, on another, whatever its spec says. Admission cannot see that;
 this compares the scheduler pod's node with the worker pods' nodes, by their GFD labels.
 
-Pure: pod placements in, a verdict, an Event message and a repair patch out.
+Pure: pod placements in, a verdict, an Event message and a repair patch out. The repair pins the
+scheduler as admission does: one core function (``core/rules/pins.py``) writes both pins.
 """
 
 from __future__ import annotations
@@ -14,29 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dask_gpu_parity.core.inventory import CUDA_FULL, DRIVER_FULL, DriverClass
+from dask_gpu_parity.core.inventory import DriverClass
 from dask_gpu_parity.core.patch import Operation, diff
-from dask_gpu_parity.core.plain import as_list, copy_json
+from dask_gpu_parity.core.rules import pins
 
 __all__ = ["Mismatch", "PodPlace", "Tracker", "check", "comparable", "repin"]
 
-# Every GFD key a driver-class pin may use (new and legacy): a repin replaces them all.
-_CLASS_KEYS = frozenset(
-    {
-        DRIVER_FULL,
-        CUDA_FULL,
-        "nvidia.com/cuda.driver-version.major",
-        "nvidia.com/cuda.driver-version.minor",
-        "nvidia.com/cuda.driver-version.revision",
-        "nvidia.com/cuda.runtime-version.major",
-        "nvidia.com/cuda.runtime-version.minor",
-        "nvidia.com/cuda.driver.major",
-        "nvidia.com/cuda.driver.minor",
-        "nvidia.com/cuda.driver.rev",
-        "nvidia.com/cuda.runtime.major",
-        "nvidia.com/cuda.runtime.minor",
-    }
-)
 _SHOWN = 3  # pods named in a message; the rest are counted
 
 
@@ -145,33 +129,17 @@ def check(
     return Mismatch(namespace, cluster, known_schedulers, known_workers)
 
 
-def repin(template: Mapping[str, Any], target: DriverClass) -> list[Operation]:
+def repin(
+    template: Mapping[str, Any], target: DriverClass, legacy: bool | None = None
+) -> list[Operation]:
     """A JSON Patch for a scheduler Deployment that requires nodes of ``target``.
 
-    Driver and CUDA expressions (any GFD key) already in the required node affinity are
-    replaced, every other expression kept; without required terms, one is added.
+    The pin is admission's (``core/rules/pins.py``): driver and CUDA expressions (any GFD key)
+    already in the required node affinity are replaced, every other expression kept; without
+    required terms, one is added. ``legacy``: whether the class's nodes need the legacy GFD keys
+    (``pins.legacy_pin`` of the inventory); ``None`` keeps the form of the template's own pin.
     """
-    fixed = copy_json(dict(template))
-    affinity = fixed.setdefault("affinity", {})
-    node_affinity = affinity.setdefault("nodeAffinity", {})
-    required = node_affinity.setdefault(
-        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
-    )
-    terms = [t for t in as_list(required.get("nodeSelectorTerms")) if isinstance(t, dict)]
-    if not terms:
-        terms = [{}]
-    pins = [
-        {"key": DRIVER_FULL, "operator": "In", "values": [target.driver]},
-        {"key": CUDA_FULL, "operator": "In", "values": [target.cuda]},
-    ]
-    for term in terms:
-        kept = [
-            e
-            for e in as_list(term.get("matchExpressions"))
-            if not (isinstance(e, dict) and e.get("key") in _CLASS_KEYS)
-        ]
-        term["matchExpressions"] = kept + copy_json(pins)
-    required["nodeSelectorTerms"] = terms
+    fixed = pins.repinned(template, target, legacy)
     return [{**op, "path": "/spec/template/spec" + op["path"]} for op in diff(template, fixed)]
 
 

@@ -1,8 +1,9 @@
 """The GPU node inventory: the questions placement rules ask about a cluster's GPU nodes.
 
 The inventory keeps only GPU nodes (:mod:`.nodes`), and of them only what placement needs, so its
-size does not grow with CPU-only nodes. Whether one pod fits one node is :mod:`.fits`; both are
-re-exported here.
+size does not grow with CPU-only nodes. It holds them by shape (:mod:`.shapes`) and answers each
+question once per shape, so a request's work grows with the shapes, not with the nodes. Whether
+one pod fits one node is :mod:`.fits`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,24 +12,29 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from .fits import PodFilter, gpu_demand, node_fits, pod_gpu_demand, toleration_matches
 from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class
 from .providers import PROVIDERS, PoolClass, Provider
+from .shapes import PER_NODE_LABELS, Nodes, Shape, group, own_name_keys, referenced_keys
 
 __all__ = [
     "CUDA_FULL",
     "DRIVER_FULL",
+    "PER_NODE_LABELS",
     "DriverClass",
     "GpuNode",
     "Inventory",
+    "Nodes",
     "Overlap",
     "PodFilter",
+    "Shape",
     "driver_class",
     "gpu_demand",
     "node_fits",
     "pod_gpu_demand",
+    "referenced_keys",
     "toleration_matches",
 ]
 
@@ -46,102 +52,205 @@ class Overlap:
     elsewhere: bool
 
 
-@dataclass(frozen=True)
 class Inventory:
-    """The GPU nodes of a cluster.
+    """The GPU nodes of a cluster, by shape. Immutable.
 
     Rules ask it questions (``fitting``, ``fits_any``, ``classes``, ``of_class``, ``size``,
     ``allocatable``, ``overlap``, ``legacy_labels``, ``label_values``, ``taints``,
-    ``unlabelled``, ``labelled``, ``provider``) rather than
-    walking ``nodes``: the operator hands in a subclass that answers them from nodes grouped as
-    they arrive, so a request's work does not grow with the node count.
+    ``unlabelled``, ``labelled``, ``provider``, ``pools``) rather than walking ``nodes``: each
+    is answered once per shape, and the :class:`Nodes` it hands out remember their shapes, so
+    asking about them is per shape too. ``nodes`` is built only when something walks it.
     """
 
-    nodes: tuple[GpuNode, ...]
+    __slots__ = ("_facts", "_nodes", "_per_node", "_shapes", "_size")
+    _shapes: tuple[Shape, ...]
+    _per_node: frozenset[str]
+    _size: int
+    _nodes: tuple[GpuNode, ...] | None
+    _facts: dict[str, Any]  # answers that do not depend on a pod, kept once asked
 
-    @property
-    def size(self) -> int:
-        """How many GPU nodes there are."""
-        return len(self.nodes)
+    def __init__(self, shapes: Iterable[Shape], per_node_keys: frozenset[str]) -> None:
+        """An inventory of ``shapes``, whose members differ only in ``per_node_keys`` labels."""
+        shapes = tuple(shapes)
+        object.__setattr__(self, "_shapes", shapes)
+        object.__setattr__(self, "_per_node", per_node_keys)
+        object.__setattr__(self, "_size", sum(len(s.members) for s in shapes))
+        object.__setattr__(self, "_nodes", None)
+        object.__setattr__(self, "_facts", {})
 
-    def fits_any(self, pod_spec: Any, *, extended_tolerations: bool = False) -> bool:
-        """Whether some node could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
-        pod = PodFilter.of(pod_spec, extended_tolerations)
-        return any(pod.fits(n) for n in self.nodes)
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"Inventory is immutable: cannot set {name}")
 
-    def unlabelled(self, nodes: Sequence[GpuNode] | None = None) -> list[GpuNode]:
-        """The nodes (of ``nodes``, else all) without GFD driver labels."""
-        return [n for n in (self.nodes if nodes is None else nodes) if n.driver_class is None]
-
-    def of_class(self, dc: DriverClass) -> Sequence[GpuNode]:
-        """The nodes of one driver class."""
-        return [n for n in self.nodes if n.driver_class == dc]
-
-    def allocatable(self, nodes: Sequence[GpuNode], resource: str) -> Decimal:
-        """How much of ``resource`` ``nodes`` (from ``classes`` or ``of_class``) have in all."""
-        return sum((n.allocatable.get(resource, Decimal(0)) for n in nodes), Decimal(0))
-
-    def overlap(
-        self, workers: Sequence[GpuNode], scheduler: Sequence[GpuNode], resource: str
-    ) -> Overlap:
-        """How ``workers`` (from ``fitting``) and ``scheduler`` (from ``fitting``) share nodes."""
-        mine = {n.name for n in scheduler}
-        theirs = {n.name for n in workers}
-        groups = Counter((n.allocatable.get(resource, Decimal(0)), n.name in mine) for n in workers)
-        return Overlap(groups, bool(mine - theirs))
-
-    def legacy_labels(self, nodes: Sequence[GpuNode]) -> bool:
-        """Whether any of ``nodes`` has only the pre-2024 GFD driver labels."""
-        return any(n.uses_legacy_labels for n in nodes)
-
-    def label_values(self, nodes: Sequence[GpuNode], key: str) -> frozenset[str]:
-        """The values ``nodes`` have for the label ``key`` ("" for a node without it)."""
-        return frozenset(n.labels.get(key, "") for n in nodes)
-
-    def taints(self) -> frozenset[tuple[str, str, str]]:
-        """Every taint some GPU node carries."""
-        return frozenset(taint for node in self.nodes for taint in node.taints)
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"Inventory is immutable: cannot delete {name}")
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[Mapping[str, Any]]) -> Inventory:
         """An inventory from Node objects (e.g. ``kubectl get nodes -o yaml`` items)."""
         gpu_nodes = (GpuNode.from_node(n) for n in nodes if isinstance(n, Mapping))
-        return cls(tuple(sorted((n for n in gpu_nodes if n), key=lambda n: n.name)))
+        found = sorted((n for n in gpu_nodes if n), key=lambda n: n.name)
+        per_node = set(PER_NODE_LABELS)
+        for node in found:
+            per_node |= own_name_keys(node.labels, node.name)
+        return cls(group(found, frozenset(per_node)), frozenset(per_node))
 
-    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> Sequence[GpuNode]:
-        """The nodes that could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
+    @property
+    def nodes(self) -> tuple[GpuNode, ...]:
+        """Every GPU node, by name (built on first use)."""
+        if self._nodes is None:
+            every = (n for s in self._shapes for n in s.members)
+            object.__setattr__(self, "_nodes", tuple(sorted(every, key=lambda n: n.name)))
+        assert self._nodes is not None
+        return self._nodes
+
+    @property
+    def size(self) -> int:
+        """How many GPU nodes there are."""
+        return self._size
+
+    @property
+    def shapes(self) -> int:
+        """How many distinct shapes the nodes have."""
+        return len(self._shapes)
+
+    def _per_node_spec(self, pod_spec: Any) -> bool:
+        keys, fields = referenced_keys(pod_spec)
+        return fields or not keys.isdisjoint(self._per_node)
+
+    def fits_any(self, pod_spec: Any, *, extended_tolerations: bool = False) -> bool:
+        """Whether some node could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
         pod = PodFilter.of(pod_spec, extended_tolerations)
-        return [n for n in self.nodes if pod.fits(n)]
+        if self._per_node_spec(pod_spec):
+            return any(pod.fits(n) for s in self._shapes for n in s.members)
+        return any(pod.fits(s.representative) for s in self._shapes)
+
+    def fitting(self, pod_spec: Any, *, extended_tolerations: bool = False) -> Nodes:
+        """The nodes that could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
+        out = Nodes()
+        per_node = self._per_node_spec(pod_spec)
+        pod = PodFilter.of(pod_spec, extended_tolerations)
+        for shape in self._shapes:
+            if per_node:
+                members: Sequence[GpuNode] = [n for n in shape.members if pod.fits(n)]
+            elif pod.fits(shape.representative):
+                members = shape.members
+            else:
+                continue
+            if members:
+                out.take(shape, members)
+        return out
+
+    def _all(self) -> Nodes:
+        return Nodes((s, s.members) for s in self._shapes)
+
+    def classes(self, nodes: Nodes | None = None) -> dict[DriverClass, Nodes]:
+        """Nodes (of ``nodes``, else all) grouped by driver class (unlabelled nodes left out)."""
+        grouped: dict[DriverClass, Nodes] = {}
+        for shape, members in (self._all() if nodes is None else nodes).parts:
+            if shape.driver_class is not None:
+                grouped.setdefault(shape.driver_class, Nodes()).take(shape, members)
+        return grouped
+
+    def of_class(self, dc: DriverClass) -> Nodes:
+        """The nodes of one driver class."""
+        return Nodes((s, s.members) for s in self._shapes if s.driver_class == dc)
+
+    def unlabelled(self, nodes: Nodes | None = None) -> Nodes:
+        """The nodes (of ``nodes``, else all) without GFD driver labels."""
+        parts = (self._all() if nodes is None else nodes).parts
+        return Nodes((s, m) for s, m in parts if s.driver_class is None)
 
     @property
     def labelled(self) -> bool:
         """Whether any node carries GFD driver labels (else driver classes cannot be told)."""
-        return any(n.driver_class is not None for n in self.nodes)
+        return any(s.driver_class is not None for s in self._shapes)
+
+    def _has_label(self, shape: Shape, members: Sequence[GpuNode], key: str) -> bool:
+        if key in self._per_node:  # members may differ in it
+            return any(key in n.labels for n in members)
+        return key in shape.representative.labels
 
     @property
     def provider(self) -> Provider | None:
-        """The managed Kubernetes service the nodes' labels name, if any."""
-        for provider in PROVIDERS:
-            if any(label in n.labels for n in self.nodes for label in provider.labels):
-                return provider
-        return None
+        """The managed Kubernetes service the nodes' labels name, if any (asked once)."""
+        if "provider" not in self._facts:
+            self._facts["provider"] = next(
+                (
+                    provider
+                    for provider in PROVIDERS
+                    for shape in self._shapes
+                    if any(self._has_label(shape, shape.members, k) for k in provider.labels)
+                ),
+                None,
+            )
+        found: Provider | None = self._facts["provider"]
+        return found
 
-    def pools(self, nodes: Sequence[GpuNode]) -> dict[PoolClass, list[GpuNode]]:
+    def pools(self, nodes: Nodes) -> dict[PoolClass, Nodes]:
         """Nodes grouped by their provider's node pool label (nodes without one left out)."""
-        grouped: dict[PoolClass, list[GpuNode]] = {}
-        for node in nodes:
-            for provider in PROVIDERS:  # EKS clusters mix managed node groups and Karpenter
-                if pool := node.labels.get(provider.pool_label):
-                    grouped.setdefault(PoolClass(provider.pool_label, pool), []).append(node)
-                    break
+        grouped: dict[PoolClass, Nodes] = {}
+        split = any(p.pool_label in self._per_node for p in PROVIDERS)
+        for shape, members in nodes.parts:
+            for part in ([n] for n in members) if split else (members,):
+                labels = part[0].labels if split else shape.representative.labels
+                for provider in PROVIDERS:  # EKS clusters mix managed node groups and Karpenter
+                    if pool := labels.get(provider.pool_label):
+                        grouped.setdefault(PoolClass(provider.pool_label, pool), Nodes()).take(
+                            shape, part
+                        )
+                        break
         return grouped
 
-    def classes(
-        self, nodes: Sequence[GpuNode] | None = None
-    ) -> dict[DriverClass, Sequence[GpuNode]]:
-        """Nodes grouped by driver class (unlabelled nodes left out)."""
-        grouped: dict[DriverClass, list[GpuNode]] = {}
-        for node in self.nodes if nodes is None else nodes:
-            if (dc := node.driver_class) is not None:
-                grouped.setdefault(dc, []).append(node)
-        return dict[DriverClass, Sequence[GpuNode]](grouped)
+    def allocatable(self, nodes: Nodes, resource: str) -> Decimal:
+        """How much of ``resource`` ``nodes`` have in all: per shape (its nodes have the same)."""
+        return sum(
+            (
+                s.representative.allocatable.get(resource, Decimal(0)) * len(m)
+                for s, m in nodes.parts
+            ),
+            Decimal(0),
+        )
+
+    def overlap(self, workers: Nodes, scheduler: Nodes, resource: str) -> Overlap:
+        """How ``workers`` (from ``fitting``) and ``scheduler`` (from ``fitting``) share nodes.
+
+        A shape both reach wholly counts at once; only a shape that a per-node selector
+        splits is compared node by node.
+        """
+        mine = {id(shape): members for shape, members in scheduler.parts}
+        groups: Counter[tuple[Decimal, bool]] = Counter()
+        elsewhere = False
+        for shape, members in workers.parts:
+            units = shape.representative.allocatable.get(resource, Decimal(0))
+            both = mine.pop(id(shape), ())
+            if len(both) == len(shape.members) or not both:  # all of the shape, or none of it
+                groups[units, bool(both)] += len(members)
+                elsewhere = elsewhere or len(both) > len(members)
+                continue
+            names = {n.name for n in both}
+            for node in members:
+                groups[units, node.name in names] += 1
+            elsewhere = elsewhere or bool(names - {n.name for n in members})
+        return Overlap(groups, elsewhere or any(mine.values()))
+
+    def legacy_labels(self, nodes: Nodes) -> bool:
+        """Whether any of ``nodes`` has only the pre-2024 GFD driver labels."""
+        return any(s.representative.uses_legacy_labels for s, _ in nodes.parts)
+
+    def label_values(self, nodes: Nodes, key: str) -> frozenset[str]:
+        """The values ``nodes`` have for the label ``key`` ("" for a node without it).
+
+        A shape's nodes share every label but the per-node ones: one look per shape.
+        """
+        if key in self._per_node:
+            return frozenset(n.labels.get(key, "") for n in nodes)
+        return frozenset(s.representative.labels.get(key, "") for s, _ in nodes.parts)
+
+    def taints(self) -> frozenset[tuple[str, str, str]]:
+        """Every taint some GPU node carries (taints are part of a shape: one look per shape)."""
+        if "taints" not in self._facts:
+            self._facts["taints"] = frozenset(
+                t for s in self._shapes for t in s.representative.taints
+            )
+        found: frozenset[tuple[str, str, str]] = self._facts["taints"]
+        return found

@@ -8,19 +8,16 @@ operator creates the scheduler first, so it is the workers that would stay Pendi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from decimal import Decimal
 
 from dask_gpu_parity.core.findings import Finding, Severity
-from dask_gpu_parity.core.inventory import GpuNode, Inventory, gpu_demand
+from dask_gpu_parity.core.inventory import Inventory, Nodes, gpu_demand
 from dask_gpu_parity.core.rules.context import Context
 
 __all__ = ["capacity"]
 
 
-def capacity(
-    ctx: Context, inventory: Inventory, workers: Sequence[GpuNode], scheduler: Sequence[GpuNode]
-) -> list[Finding]:
+def capacity(ctx: Context, inventory: Inventory, workers: Nodes, scheduler: Nodes) -> list[Finding]:
     """DGP026 when fewer workers fit than ``replicas`` (an error when none does).
 
     Args:

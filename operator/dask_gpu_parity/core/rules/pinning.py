@@ -11,28 +11,23 @@ provider's node pool stands in for the class (one pool, one driver).
 A scheduler on a GPU pool of its own (a T4 pool beside A100 workers, as RAPIDS' guide does)
 keeps it: only the driver and CUDA version are pinned on it, never the workers' node pool. The
 driver returned for the verifier's expectation is one the scheduler's spec pins, never one it
-merely happens to reach today.
+merely happens to reach today. The pin itself is written by :mod:`.pins`, as the drift watch's
+repair of a scheduler Deployment writes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 from dask_gpu_parity.core.cuda import Fit, fit
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.inventory import (
-    CUDA_FULL,
-    DRIVER_FULL,
-    DriverClass,
-    GpuNode,
-    Inventory,
-)
-from dask_gpu_parity.core.plain import as_map, copy_json
+from dask_gpu_parity.core.inventory import DriverClass, Inventory, Nodes
+from dask_gpu_parity.core.plain import copy_json
 from dask_gpu_parity.core.providers import PoolClass
-from dask_gpu_parity.core.rules.affinity import add_expressions, expressions, terms
+from dask_gpu_parity.core.rules.affinity import add_expressions
 from dask_gpu_parity.core.rules.context import Context
+from dask_gpu_parity.core.rules.pins import NodeClass, legacy_pin, pin_expressions, pins_driver
 from dask_gpu_parity.core.rules.pools import own_pool
 from dask_gpu_parity.names import CUDA_ANNOTATION
 
@@ -41,47 +36,6 @@ __all__ = ["pin_driver_class", "pins_driver", "worker_nodes"]
 _UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # set by the GPU Operator's upgrades
 _UPGRADED = frozenset(("", "upgrade-done"))
 
-NodeClass = DriverClass | PoolClass
-
-
-def _pin_expressions(nc: NodeClass, legacy: bool) -> list[dict[str, Any]]:
-    if isinstance(nc, PoolClass):
-        return [{"key": nc.label, "operator": "In", "values": [nc.pool]}]
-    if not legacy:
-        return [
-            {"key": DRIVER_FULL, "operator": "In", "values": [nc.driver]},
-            {"key": CUDA_FULL, "operator": "In", "values": [nc.cuda]},
-        ]
-    major, minor, *rev = nc.driver.split(".")
-    cuda_major, cuda_minor = [*nc.cuda.split("."), "0"][:2]
-    exprs = [
-        {"key": "nvidia.com/cuda.driver.major", "operator": "In", "values": [major]},
-        {"key": "nvidia.com/cuda.driver.minor", "operator": "In", "values": [minor]},
-        {"key": "nvidia.com/cuda.runtime.major", "operator": "In", "values": [cuda_major]},
-        {"key": "nvidia.com/cuda.runtime.minor", "operator": "In", "values": [cuda_minor]},
-    ]
-    if rev:
-        exprs.insert(2, {"key": "nvidia.com/cuda.driver.rev", "operator": "In", "values": [rev[0]]})
-    return exprs
-
-
-def pins_driver(spec: Any, dc: DriverClass) -> bool:
-    """Whether the pod spec's own constraints keep it on ``dc``'s driver, on any node that joins.
-
-    A nodeSelector on the driver label, or every required term carrying the pin's driver
-    expressions (new keys or legacy ones).
-    """
-    if as_map(as_map(spec).get("nodeSelector")).get(DRIVER_FULL) == dc.driver:
-        return True
-    forms = [
-        [e for e in _pin_expressions(dc, legacy) if "driver" in e["key"]]
-        for legacy in (False, True)
-    ]
-    found = terms(as_map(spec))
-    return bool(found) and all(
-        any(all(e in expressions(t) for e in form) for form in forms) for t in found or []
-    )
-
 
 def _driver_key(nc: NodeClass) -> tuple[int, ...]:
     if isinstance(nc, PoolClass):
@@ -89,15 +43,15 @@ def _driver_key(nc: NodeClass) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in nc.driver.split("."))
 
 
-def worker_nodes(ctx: Context, inventory: Inventory) -> Sequence[GpuNode]:
+def worker_nodes(ctx: Context, inventory: Inventory) -> Nodes:
     """The usable GPU nodes that can take a worker."""
     return inventory.fitting(ctx.view.worker.spec, extended_tolerations=ctx.extended_tolerations)
 
 
-def _classes(inventory: Inventory, nodes: Sequence[GpuNode]) -> dict[NodeClass, Sequence[GpuNode]]:
+def _classes(inventory: Inventory, nodes: Nodes) -> dict[NodeClass, Nodes]:
     """Nodes by driver class; by provider node pool where no node has driver labels."""
     # Comprehensions, not dict(): they widen the key type to NodeClass (dict keys are invariant).
-    found: dict[NodeClass, Sequence[GpuNode]] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
+    found: dict[NodeClass, Nodes] = {k: v for k, v in inventory.classes(nodes).items()}  # noqa: C416
     return found or {k: v for k, v in inventory.pools(nodes).items()}  # noqa: C416
 
 
@@ -120,7 +74,7 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     reachable = worker_nodes(ctx, inventory)
     classes = _classes(inventory, reachable)
     labelled = any(isinstance(nc, DriverClass) for nc in classes)
-    unlabelled = inventory.unlabelled(reachable) if labelled else []
+    unlabelled = inventory.unlabelled(reachable) if labelled else Nodes()
     fits = {
         nc: fit(nc, cuda) if cuda and isinstance(nc, DriverClass) else Fit.RUNS for nc in classes
     }
@@ -133,10 +87,10 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
         return _older_minor(ctx, driver, fits.get(chosen) if chosen else None), driver
     resource = ctx.view.worker_gpus[0].resource
 
-    def capacity(nodes: Sequence[GpuNode]) -> Decimal:
+    def capacity(nodes: Nodes) -> Decimal:
         return inventory.allocatable(nodes, resource)
 
-    def rank(item: tuple[NodeClass, Sequence[GpuNode]]) -> tuple[Any, ...]:
+    def rank(item: tuple[NodeClass, Nodes]) -> tuple[Any, ...]:
         nc, nodes = item
         settled = inventory.label_values(nodes, _UPGRADE_STATE) <= _UPGRADED
         return fits[nc] is Fit.RUNS, capacity(nodes), settled, _driver_key(nc), str(nc)
@@ -153,14 +107,14 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     candidates = []
     for nc, nodes in usable.items():
         trial = copy_json(scheduler.spec)
-        pin_scheduler(trial, nc, _pin_expressions(nc, inventory.legacy_labels(nodes)))
+        pin_scheduler(trial, nc, pin_expressions(nc, inventory.legacy_labels(nodes)))
         if inventory.fits_any(trial, extended_tolerations=ctx.extended_tolerations):
             candidates.append((nc, nodes))
     if not candidates or ctx.policy.placement.strategy.value != "pin-driver-class":
         return [], None  # DGP013 explains why the scheduler fits nowhere
     chosen, nodes = max(candidates, key=rank)
-    legacy = isinstance(chosen, DriverClass) and inventory.legacy_labels(inventory.of_class(chosen))
-    exprs = _pin_expressions(chosen, legacy)
+    legacy = isinstance(chosen, DriverClass) and legacy_pin(inventory, chosen)
+    exprs = pin_expressions(chosen, legacy)
     fixable = add_expressions(worker.spec, exprs) and pin_scheduler(scheduler.spec, chosen, exprs)
     if keeps_pool and not own_pool(ctx):  # its pool is the one the workers now have: the same
         keeps_pool = False
@@ -197,7 +151,7 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     return findings + _older_minor(ctx, driver, fits[chosen]), driver
 
 
-def _no_class(ctx: Context, classes: dict[NodeClass, Sequence[GpuNode]]) -> Finding:
+def _no_class(ctx: Context, classes: dict[NodeClass, Nodes]) -> Finding:
     """DGP020: every class the workers can reach is too old for the image's CUDA."""
     cuda = ctx.view.cuda
     assert cuda is not None  # only then can a class fail to qualify

@@ -10,11 +10,9 @@ node at all, DGP022 alone speaks: no word on driver labels of nodes they cannot 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from dask_gpu_parity.core.cuda import Fit, fit
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.inventory import GpuNode, Inventory
+from dask_gpu_parity.core.inventory import Inventory, Nodes
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.rules.capacity import capacity
 from dask_gpu_parity.core.rules.context import Context
@@ -101,9 +99,9 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
     )
 
 
-def _unlabelled(ctx: Context, inventory: Inventory, workers: Sequence[GpuNode]) -> list[Finding]:
+def _unlabelled(ctx: Context, inventory: Inventory, workers: Nodes) -> list[Finding]:
     """DGP023: GPU nodes the workers reach carry no driver labels, so parity was not proven."""
-    unlabelled = inventory.unlabelled(workers) if workers else []
+    unlabelled = inventory.unlabelled(workers)
     if not unlabelled:
         return []
     provider = inventory.provider
