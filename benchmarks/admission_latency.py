@@ -56,7 +56,7 @@ import yaml
 from dask_kubernetes.operator.controller.controller import build_scheduler_deployment_spec
 from kubernetes import client
 
-from dask_gpu_parity.admission.configurations import (
+from dask_gpu_parity.admission.decide.configurations import (
     WebhookValues,
     configurations,
     match_conditions,

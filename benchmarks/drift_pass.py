@@ -25,11 +25,11 @@ from typing import Any
 from dask_kubernetes.operator.controller import controller
 
 from benchmarks.scale import NAMESPACES, Size, gpu_pools
-from dask_gpu_parity.admission import state as operator
-from dask_gpu_parity.admission.driftstore import CLUSTERS, DEPLOYMENTS
-from dask_gpu_parity.admission.driftwatch import DriftWatch
-from dask_gpu_parity.admission.events import EventCounts
-from dask_gpu_parity.admission.state import OperatorState, Options
+from dask_gpu_parity.admission.runtime import state as operator
+from dask_gpu_parity.admission.runtime.driftstore import CLUSTERS, DEPLOYMENTS
+from dask_gpu_parity.admission.runtime.driftwatch import DriftWatch
+from dask_gpu_parity.admission.runtime.events import EventCounts
+from dask_gpu_parity.admission.runtime.state import OperatorState, Options
 from provingground.parity import example
 from provingground.pools import node_manifest
 

@@ -193,6 +193,6 @@ def test_install_steps_work_in_a_fresh_venv(tmp_path):
     out = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip() == f"dask-gpu-parity {version}"
     # The operator extra is there: kopf and the operator module import; pip is gone.
-    probe = "import kopf, prometheus_client, kubernetes, dask_gpu_parity.admission.handlers"
+    probe = "import kopf, prometheus_client, kubernetes, dask_gpu_parity.admission.runtime.handlers"
     subprocess.run([str(venv / "bin" / "python"), "-c", probe], timeout=120, check=True)
     assert not (venv / "bin" / "pip").exists()

@@ -14,7 +14,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from dask_gpu_parity.admission.configurations import (
+from dask_gpu_parity.admission.decide.configurations import (
     WebhookValues,
     configurations,
     match_conditions,

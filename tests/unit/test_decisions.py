@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from dask_gpu_parity.admission import decisions
-from dask_gpu_parity.admission.configurations import (
+from dask_gpu_parity.admission.decide import decisions
+from dask_gpu_parity.admission.decide.configurations import (
     WebhookValues,
     configurations,
     match_conditions,

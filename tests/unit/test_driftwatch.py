@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from dask_kubernetes.operator.controller import controller
 
-from dask_gpu_parity.admission.driftwatch import DriftWatch
-from dask_gpu_parity.admission.events import EventCounts
-from dask_gpu_parity.admission.informer import Sink
-from dask_gpu_parity.admission.state import OperatorState, Options
+from dask_gpu_parity.admission.runtime.driftwatch import DriftWatch
+from dask_gpu_parity.admission.runtime.events import EventCounts
+from dask_gpu_parity.admission.runtime.informer import Sink
+from dask_gpu_parity.admission.runtime.state import OperatorState, Options
 from tests.unit.helpers import example
 from tests.unit.test_nodeindex import node
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dask_gpu_parity.admission import events as events_module
-from dask_gpu_parity.admission.apiserver import Conflict, Forbidden
-from dask_gpu_parity.admission.events import EventCounts, EventPoster
+from dask_gpu_parity.admission.runtime import events as events_module
+from dask_gpu_parity.admission.runtime.apiserver import Conflict, Forbidden
+from dask_gpu_parity.admission.runtime.events import EventCounts, EventPoster
 
 REF = {
     "apiVersion": "kubernetes.dask.org/v1",

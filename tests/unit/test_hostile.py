@@ -17,7 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dask_gpu_parity.admission import decisions, reviews
+from dask_gpu_parity.admission.decide import decisions, reviews
 from dask_gpu_parity.cli import main
 from dask_gpu_parity.core.policy import Policy
 

@@ -11,10 +11,10 @@ import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestServer
 
-from dask_gpu_parity.admission import informer as informer_module
-from dask_gpu_parity.admission.apiserver import ApiClient
-from dask_gpu_parity.admission.informer import Informer, Resource
-from dask_gpu_parity.admission.kube import Connection
+from dask_gpu_parity.admission.runtime import informer as informer_module
+from dask_gpu_parity.admission.runtime.apiserver import ApiClient
+from dask_gpu_parity.admission.runtime.informer import Informer, Resource
+from dask_gpu_parity.admission.runtime.kube import Connection
 
 
 def obj(name: str, rv: int, **labels: str) -> dict[str, Any]:

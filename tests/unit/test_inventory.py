@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dask_gpu_parity.admission.nodeindex import NodeIndex
+from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import (
     PER_NODE_LABELS,

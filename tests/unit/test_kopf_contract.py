@@ -1,4 +1,4 @@
-"""The kopf API that ``admission/server.py`` relies on still has the shape it expects.
+"""The kopf API that ``admission/runtime/server.py`` relies on still has the shape it expects.
 
 The webhook server is ours; kopf only runs it as ``settings.admission.server``: a callable that
 takes kopf's admission function and yields the webhooks' client configuration. kopf is pinned
@@ -12,7 +12,7 @@ import inspect
 import kopf
 from kopf._core.engines import admission
 
-from dask_gpu_parity.admission.server import WebhookServer
+from dask_gpu_parity.admission.runtime.server import WebhookServer
 
 
 def test_kopf_calls_the_configured_server_with_its_admission_function() -> None:

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from dask_gpu_parity.admission import apiserver
-from dask_gpu_parity.admission import server as webhook_server
-from dask_gpu_parity.admission.apiserver import ApiClient
-from dask_gpu_parity.admission.kube import Connection
+from dask_gpu_parity.admission.runtime import apiserver
+from dask_gpu_parity.admission.runtime import server as webhook_server
+from dask_gpu_parity.admission.runtime.apiserver import ApiClient
+from dask_gpu_parity.admission.runtime.kube import Connection
 from provingground.cluster import free_port
 
 CLUSTER = {"apiVersion": "kubernetes.dask.org/v1", "kind": "DaskCluster", "metadata": {}}

@@ -52,10 +52,22 @@ def test_contracts_hold_on_the_tree() -> None:
             id="adapters-not-independent",
         ),
         pytest.param(
-            "admission/decisions.py",
-            "from dask_gpu_parity.admission import kube",
-            "admission decisions are pure",
+            "admission/decide/decisions.py",
+            "from dask_gpu_parity.admission.runtime import kube",
+            "runtime on its decisions",
+            id="decision-imports-runtime",
+        ),
+        pytest.param(
+            "admission/decide/placement.py",
+            "import aiohttp",
+            "decisions are pure",
             id="decision-does-io",
+        ),
+        pytest.param(
+            "admission/decide/nodeindex.py",
+            "import asyncio",
+            "decisions are pure",
+            id="decision-waits",
         ),
         pytest.param(
             "probe.py", "import dask_gpu_parity.names", "probe stands alone", id="probe-not-alone"

@@ -13,8 +13,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from dask_gpu_parity.admission import decisions, metrics, reviews
-from dask_gpu_parity.admission.state import NODES, OperatorState, Options
+from dask_gpu_parity.admission.decide import decisions, reviews
+from dask_gpu_parity.admission.runtime import metrics
+from dask_gpu_parity.admission.runtime.state import NODES, OperatorState, Options
 from dask_gpu_parity.core.policy import Policy
 from provingground.cluster import free_port
 from tests.unit.helpers import example

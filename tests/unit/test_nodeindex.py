@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dask_gpu_parity.admission.nodeindex import NodeIndex
+from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode
 from tests.unit.test_inventory import CLASSES, Walk, node, same_answers
 

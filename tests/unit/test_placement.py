@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dask_gpu_parity.admission.placement import PodPlace, Tracker, check, repin
+from dask_gpu_parity.admission.decide.placement import PodPlace, Tracker, check, repin
 from dask_gpu_parity.core.inventory import DriverClass
 from dask_gpu_parity.core.patch import apply_in_place
 

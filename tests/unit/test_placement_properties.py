@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dask_gpu_parity.admission.placement import PodPlace, check, repin
+from dask_gpu_parity.admission.decide.placement import PodPlace, check, repin
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Severity
 from dask_gpu_parity.core.inventory import DriverClass, Inventory, node_fits, pod_gpu_demand

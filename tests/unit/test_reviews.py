@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dask_gpu_parity.admission import reviews
+from dask_gpu_parity.admission.decide import reviews
 
 V1 = "admission.k8s.io/v1"
 DEEP: dict[str, Any] = {}

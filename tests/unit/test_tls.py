@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from dask_gpu_parity.admission.tls import ServingTLS
+from dask_gpu_parity.admission.runtime.tls import ServingTLS
 from provingground.pki import CertificateAuthority
 
 

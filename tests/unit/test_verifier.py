@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dask_gpu_parity import __version__, probe
-from dask_gpu_parity.admission.drift import Tracker
+from dask_gpu_parity.admission.decide.drift import Tracker
 from dask_gpu_parity.core import schema, verifier
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import Inventory

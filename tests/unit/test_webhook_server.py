@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from dask_gpu_parity.admission.apiserver import ApiClient
-from dask_gpu_parity.admission.kube import Connection
-from dask_gpu_parity.admission.server import WebhookServer
-from dask_gpu_parity.admission.state import OperatorState, Options
+from dask_gpu_parity.admission.runtime.apiserver import ApiClient
+from dask_gpu_parity.admission.runtime.kube import Connection
+from dask_gpu_parity.admission.runtime.server import WebhookServer
+from dask_gpu_parity.admission.runtime.state import OperatorState, Options
 from provingground.cluster import free_port
 from provingground.pki import CertificateAuthority
 

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from dask_gpu_parity.admission.configurations import WebhookValues, configurations
+from dask_gpu_parity.admission.decide.configurations import WebhookValues, configurations
 from dask_gpu_parity.manifests import InputError
 
 from .args import RunArgs, WebhookConfigArgs

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dask_gpu_parity.admission.configurations import validated_by_mutation
+from dask_gpu_parity.admission.decide.configurations import validated_by_mutation
 from dask_gpu_parity.core.engine import evaluate, opted_out
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.gpu import gpu_requests

@@ -19,10 +19,11 @@ from typing import Any
 import aiohttp.web
 import kopf
 
+from dask_gpu_parity.admission.decide import decisions, reviews
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.names import DASK_GROUP, DASK_VERSION
 
-from . import decisions, metrics, reviews
+from . import metrics
 from .apiserver import ApiClient, ApiError, NotFound
 from .state import OperatorState
 from .tls import RELOAD_SECONDS, ServingTLS

@@ -16,14 +16,14 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from dask_gpu_parity.admission.decide import placement, podevents
+from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.policy import Policy
 from dask_gpu_parity.core.rules import pins
 
-from . import placement, podevents
 from .driftstore import PLACEMENT, PODS, SPEC, DriftStores, Key, StoredCluster
 from .events import Events
-from .nodeindex import NodeIndex
 
 __all__ = ["DriftChecks", "Operator", "PatchDeployment"]
 

@@ -18,8 +18,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 
+from dask_gpu_parity.admission.decide.reviews import Answer
+
 from .events import EventCounts
-from .reviews import Answer
 
 __all__ = [
     "ADMISSIONS",

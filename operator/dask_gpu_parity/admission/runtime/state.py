@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dask_gpu_parity.admission.decide.nodeindex import NodeChange, NodeIndex
 from dask_gpu_parity.core.inventory import GpuNode, Inventory
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.policy import Policy, PolicyError, select
@@ -28,7 +29,6 @@ from .apiserver import ApiClient
 from .driftwatch import DriftWatch
 from .events import EventCounts
 from .informer import Callbacks, Informer, Resource, Sink, object_key
-from .nodeindex import NodeChange, NodeIndex
 
 __all__ = ["NAMESPACES", "NODES", "POLICIES", "REQUIRED", "OperatorState", "Options"]
 

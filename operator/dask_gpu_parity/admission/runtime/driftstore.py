@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from dask_gpu_parity.admission.decide import drift, placement, podevents
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.names import (
     CLUSTER_NAME_LABEL,
@@ -25,7 +26,6 @@ from dask_gpu_parity.names import (
     SKIP_ANNOTATION,
 )
 
-from . import drift, placement, podevents
 from .informer import Callbacks, Resource, Sink, object_key
 
 __all__ = [

@@ -36,12 +36,14 @@ import logging
 import time
 from collections import deque
 
-from . import metrics, podevents
+from dask_gpu_parity.admission.decide import podevents
+from dask_gpu_parity.admission.decide.nodeindex import NodeChange
+
+from . import metrics
 from .driftcheck import DriftChecks, Operator, PatchDeployment
 from .driftstore import CLUSTERS, DEPLOYMENTS, PLACEMENT, PODS, SPEC, DriftStores, Key
 from .events import Events
 from .informer import Resource, Sink
-from .nodeindex import NodeChange
 
 __all__ = ["DriftWatch", "Operator", "PatchDeployment"]
 
