@@ -213,7 +213,7 @@ def before_operator(ground: ProvingGround, run_dir: Path, commit: str) -> Parity
             os.environ["PYTHONPATH"] = old
 
 
-def webhooks(parity: ParityOperator, which: str) -> list[dict[str, Any]]:
+def webhooks(parity: ParityOperator, which: str, *, matched: bool) -> list[dict[str, Any]]:
     """Our two webhook configurations for the namespaces labelled ``which``.
 
     ``before`` calls every Dask create (no matchConditions), as main e209ac6 did. Webhook names
@@ -223,7 +223,7 @@ def webhooks(parity: ParityOperator, which: str) -> list[dict[str, Any]]:
         ca_bundle=Path(parity.ca).read_bytes(),
         url=parity.url,
         timeout_seconds=10,
-        match_conditions=which == "after",
+        match_conditions=matched,
     )
     configs = configurations(values)
     for config in configs:
@@ -251,9 +251,15 @@ class Bench:
     """The proving ground, our operator, the admission set-ups, and what was measured."""
 
     def __init__(
-        self, ground: ProvingGround, parity: ParityOperator, before: ParityOperator
+        self,
+        ground: ProvingGround,
+        parity: ParityOperator,
+        before: ParityOperator,
+        *,
+        before_current: bool = False,
     ) -> None:
         self.api = ground.api
+        self.before_current = before_current  # the before commit has today's webhooks and form
         self.cp = ground.control_plane
         self.parity = parity
         self.before = before
@@ -262,7 +268,13 @@ class Bench:
         for label, namespace in self.namespaces.items():
             self.cp.kubectl("create", "namespace", namespace)
             self.cp.kubectl("label", "namespace", namespace, f"{LABEL}={label}")
-        self.apply([*webhooks(before, "before"), *webhooks(parity, "after"), *cel_policies()])
+        self.apply(
+            [
+                *webhooks(before, "before", matched=before_current),
+                *webhooks(parity, "after", matched=True),
+                *cel_policies(),
+            ]
+        )
         self.failed = dict.fromkeys(MODES, 0)
         self.count = dict.fromkeys(MODES, 0)
         self.calls = dict.fromkeys(MODES, 0.0)
@@ -308,11 +320,16 @@ class Bench:
                 expected_driver = [  # the node inventory is indexed: placement and expectations
                     e for e in inits["after"][-1].get("env", []) if e["name"] == EXPECT_DRIVER
                 ]
-                if (
-                    [c["name"] for c in inits["before"]] == ["gpu-parity-check"]
+                before_ready = (
+                    [c["name"] for c in inits["before"]] == [COPY, "gpu-parity-check"]
+                    if self.before_current
+                    else [c["name"] for c in inits["before"]] == ["gpu-parity-check"]
                     # e209ac6's own form: the GPU in requests too, the probe's source inline
                     and "nvidia.com/gpu" in inits["before"][0]["resources"]["requests"]
                     and inits["before"][0]["command"][:3] == ["python", "-I", "-c"]
+                )
+                if (
+                    before_ready
                     and [c["name"] for c in inits["after"]] == [COPY, "gpu-parity-check"]
                     and expected_driver
                     and scheduler.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
@@ -445,11 +462,17 @@ def report(
         "Closed loop: N clients each create distinct DaskClusters (`examples/gpu-cluster-tcp.yaml`"
         ", or `examples/cpu-cluster.yaml` for the `cpu-` modes; unique name and worker env) "
         "through the real kube-apiserver as fast as it answers, each mode in a namespace of its "
-        "own in the same API server. `none`: no admission. `before`: main e209ac6, its own "
-        f"operator (commit {setup['before']}: e209ac6 plus the login fix it needs to start) and "
-        "webhook "
-        "configurations (both webhooks called for every Dask create; the verifier inline). "
-        "`after`: this change (the verifier by reference, "
+        "own in the same API server. `none`: no admission. "
+        + (
+            f"`before`: commit {setup['before']}, its own operator, with the same webhook "
+            "configurations as `after`. "
+            if setup["before_current"]
+            else "`before`: main e209ac6, its own "
+            f"operator (commit {setup['before']}: e209ac6 plus the login fix it needs to start) "
+            "and webhook configurations (both webhooks called for every Dask create; the "
+            "verifier inline). "
+        )
+        + "`after`: this change (the verifier by reference, "
         "webhooks behind matchConditions: none for CPU-only, one for a GPU create). `cel`: "
         "the CEL peer (`benchmarks/cel/`: a "
         "MutatingAdmissionPolicy and a ValidatingAdmissionPolicy doing only the core mutation "
@@ -546,6 +569,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--before", default=BEFORE, help=f"the commit the before mode runs (default {BEFORE})"
     )
+    parser.add_argument(
+        "--before-current",
+        action="store_true",
+        help="the before commit has today's webhooks (matchConditions, the verifier by "
+        "reference): compare two versions of the operator like for like",
+    )
     args = parser.parse_args(argv)
     levels_list = [int(c) for c in args.concurrency.split(",")]
     requests = dict(zip(levels_list, (int(r) for r in args.requests.split(",")), strict=True))
@@ -559,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["python -m benchmarks.admission_latency", *words]),
         "rounds": args.rounds,
         "before": args.before,
+        "before_current": args.before_current,
     }
     with ProvingGround(args.run_dir, dask_operator=False) as ground:
         assert ground.api is not None
@@ -567,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
             ground.control_plane, ground.api, ground.control_plane.logs, drift=False
         ).start(webhooks=False)
         before = before_operator(ground, args.run_dir, args.before)
-        bench = Bench(ground, parity, before)
+        bench = Bench(ground, parity, before, before_current=args.before_current)
         bench.ready()
         print(f"dask-gpu-parity ready in {parity.ready_seconds:.1f}s", flush=True)
         sizes = bench.sizes()
