@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dask_gpu_parity.admission import metrics
 from dask_gpu_parity.admission.state import OperatorState, Options, _Nodes
 from provingground.cluster import free_port
-from tests.unit.test_nodeindex import CLASSES, node
+from tests.unit.gpunodes import CLASSES, node
 
 
 def _get(url: str) -> tuple[int, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -13,58 +12,12 @@ from dask_gpu_parity.admission.nodeindex import IndexedInventory, NodeIndex, ref
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory
 from dask_gpu_parity.core.policy import Policy
+from tests.unit.gpunodes import CLASSES, node
 from tests.unit.helpers import cluster, example
 
 # A tenth of the profile's examples (1,000 in CI, 10,000 nightly): each runs evaluate twice.
 EXAMPLES = max(settings().max_examples // 10, 50)
-CLASSES = [("580.95.05", "13.0"), ("570.172.08", "12.8"), ("550.163.01", "12.4")]
 PRODUCTS = ["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "Tesla-T4"]
-
-
-def node(
-    name: str,
-    driver: str = "580.95.05",
-    cuda: str = "13.0",
-    *,
-    product: str = "NVIDIA-A100-SXM4-80GB",
-    gpus: str = "8",
-    legacy: bool = False,
-    taint: bool = True,
-    cordoned: bool = False,
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    labels = {
-        "kubernetes.io/hostname": name,
-        "nvidia.com/gfd.timestamp": str(hash(name) % 10_000),
-        "nvidia.com/gpu.product": product,
-        **(extra or {}),
-    }
-    if legacy:
-        major, minor, rev = [*driver.split("."), ""][:3]
-        cmajor, cminor = cuda.split(".")
-        labels |= {
-            "nvidia.com/cuda.driver.major": major,
-            "nvidia.com/cuda.driver.minor": minor,
-            "nvidia.com/cuda.driver.rev": rev,
-            "nvidia.com/cuda.runtime.major": cmajor,
-            "nvidia.com/cuda.runtime.minor": cminor,
-        }
-    else:
-        labels |= {
-            "nvidia.com/cuda.driver-version.full": driver,
-            "nvidia.com/cuda.runtime-version.full": cuda,
-            "nvidia.com/cuda.driver-version.major": driver.split(".", maxsplit=1)[0],
-        }
-    spec: dict[str, Any] = {}
-    if taint:
-        spec["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    if cordoned:
-        spec["unschedulable"] = True
-    return {
-        "metadata": {"name": name, "labels": labels},
-        "spec": spec,
-        "status": {"allocatable": {"nvidia.com/gpu": gpus, "cpu": "8"}},
-    }
 
 
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # the GPU Operator's, during upgrades
