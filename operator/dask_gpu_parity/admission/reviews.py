@@ -1,6 +1,6 @@
 """AdmissionReviews in and out: which requests the parity rules must see, and every answer.
 
-Pure, like ``decisions.py`` beside it: no kopf, no HTTP server. The adapter (``admission.py``)
+Pure, like ``decisions.py`` beside it: no kopf, no HTTP server. The webhook server (``server.py``)
 reads the body, asks :func:`triage` whether the rules must see it, and sends what this module
 builds, so the API server gets a valid AdmissionReview back whatever it sent: bad input is
 denied with what is wrong (fail-closed, like ``failurePolicy: Fail``), never an HTTP error.
