@@ -15,7 +15,7 @@ from dask_gpu_parity.core.policy import Policy
 from tests.unit.gpunodes import CLASSES, node
 from tests.unit.helpers import cluster, example
 
-# A tenth of the profile's examples (1,000 in CI, 10,000 nightly): each runs evaluate twice.
+# A tenth of the profile's examples, at least 50 (10,000 nightly): each runs evaluate twice.
 EXAMPLES = max(settings().max_examples // 10, 50)
 PRODUCTS = ["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "Tesla-T4"]
 
