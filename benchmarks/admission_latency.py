@@ -49,7 +49,7 @@ import tarfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import yaml
@@ -162,7 +162,10 @@ def delete_all(api: client.ApiClient, namespace: str) -> None:
     custom = client.CustomObjectsApi(api)
     custom.delete_collection_namespaced_custom_object(*DASK, namespace, "daskclusters")
     deadline = time.monotonic() + 120
-    while custom.list_namespaced_custom_object(*DASK, namespace, "daskclusters", limit=1)["items"]:
+    while cast(
+        dict[str, Any],
+        custom.list_namespaced_custom_object(*DASK, namespace, "daskclusters", limit=1),
+    )["items"]:
         if time.monotonic() > deadline:
             raise TimeoutError(f"DaskClusters in {namespace} not deleted within 120s")
         time.sleep(0.2)
@@ -258,6 +261,7 @@ class Bench:
         *,
         before_current: bool = False,
     ) -> None:
+        assert ground.api is not None  # the caller started the proving ground
         self.api = ground.api
         self.before_current = before_current  # the before commit has today's webhooks and form
         self.cp = ground.control_plane

@@ -163,7 +163,7 @@ def count_schedulable(api: client.ApiClient) -> tuple[int, int]:
         for node in page.items:
             total += 1
             ready += node_is_schedulable(node)
-        token = page.metadata._continue
+        token = page.metadata._continue if page.metadata else None
         if not token:
             return ready, total
 

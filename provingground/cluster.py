@@ -7,6 +7,7 @@ last three start together once the API server is ready. Teardown is the reverse,
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -28,6 +29,11 @@ __all__ = ["ComponentError", "ControlPlane", "Ports", "free_port"]
 
 POD_CIDR = "10.128.0.0/9"
 KWOK_NODE_SELECTOR = "kwok.x-k8s.io/node=fake"
+
+
+def _answers_ok(url: str) -> bool:
+    """Whether ``url`` answers 200 (a component's health endpoint)."""
+    return get(url)[0] == 200
 
 
 def free_port() -> int:
@@ -345,7 +351,7 @@ class ControlPlane:
         t0 = time.monotonic()
         for proc, url in checks:
             left = max(self.start_timeout - (time.monotonic() - t0), 1.0)
-            proc.wait_until(lambda url=url: get(url)[0] == 200, left, f"healthy ({url})")
+            proc.wait_until(functools.partial(_answers_ok, url), left, f"healthy ({url})")
             self.timings[proc.name] = time.monotonic() - t0
 
     def _kwok_config(self) -> Path:

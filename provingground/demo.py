@@ -129,7 +129,7 @@ def _untouched(ground: ProvingGround, doc: dict[str, Any], source: str) -> bool:
         return False
     ns, name = doc["metadata"]["namespace"], doc["metadata"]["name"]
     stored = ground.control_plane.kubectl("get", "daskcluster", "-n", ns, name, "-o", "json")
-    same = (
+    same: bool = (
         json.loads(stored.stdout)["spec"]["scheduler"]["spec"] == doc["spec"]["scheduler"]["spec"]
     )
     _say(f"  -> CPU-only {ns}/{name}: scheduler spec {'untouched' if same else 'CHANGED'}")

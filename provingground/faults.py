@@ -62,7 +62,7 @@ def mutated(obj: Mapping[str, Any]) -> bool:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ApiException):
         try:
-            return str(json.loads(exc.body)["message"])
+            return str(json.loads(exc.body or "")["message"])  # no body: the fallback below
         except (TypeError, ValueError, KeyError):
             return f"{exc.status} {exc.reason}: {exc.body}"
     return f"{type(exc).__name__}: {exc}"

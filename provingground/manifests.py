@@ -90,9 +90,12 @@ def gpu_dask_cluster(name: str, *, workers: int = 2, pool: str = "a100") -> dict
 
 def cluster_spec(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     """The DaskCluster spec of a DaskCluster or DaskJob document."""
+    spec: Mapping[str, Any]
     if doc.get("kind") == "DaskJob":
-        return doc.get("spec", {}).get("cluster", {}).get("spec", {})
-    return doc.get("spec", {})
+        spec = doc.get("spec", {}).get("cluster", {}).get("spec", {})
+    else:
+        spec = doc.get("spec", {})
+    return spec
 
 
 def worker_replicas(doc: Mapping[str, Any]) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from .objects import name_of, present
 from .pools import POOL_LABEL
 
 __all__ = ["api_client", "create_nodes", "delete_nodes", "node_is_schedulable", "wait_nodes_ready"]
@@ -21,7 +22,7 @@ NOT_READY_TAINTS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreacha
 def api_client(kubeconfig: Path | str | None = None, pool_size: int = 32) -> client.ApiClient:
     """A Kubernetes client for ``kubeconfig`` (None: KUBECONFIG / ~/.kube/config)."""
     cfg = client.Configuration()
-    config.load_kube_config(
+    config.load_kube_config(  # type: ignore[no-untyped-call]  # the loader has no annotations
         config_file=str(kubeconfig) if kubeconfig else None, client_configuration=cfg
     )
     cfg.connection_pool_maxsize = pool_size
@@ -36,7 +37,8 @@ def create_nodes(
 
     def create(body: Mapping[str, Any]) -> int:
         try:
-            core.create_node(body=dict(body), _request_timeout=30)
+            # The client serialises a plain dict as it is, as its own examples pass bodies.
+            core.create_node(body=dict(body), _request_timeout=30)  # type: ignore[arg-type]
         except ApiException as exc:
             if exc.status == 409:
                 return 0
@@ -52,9 +54,9 @@ def create_nodes(
 
 def node_is_schedulable(node: client.V1Node) -> bool:
     """Ready condition true and no not-ready/unreachable taint left."""
-    conditions = node.status.conditions or []
+    conditions = present(node.status, "Node status").conditions or []
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    taints = {t.key for t in node.spec.taints or []}
+    taints = {t.key for t in present(node.spec, "Node spec").taints or []}
     return ready and not taints & NOT_READY_TAINTS
 
 
@@ -70,7 +72,7 @@ def wait_nodes_ready(
         if len(ready) >= expected:
             return ready
         if time.monotonic() > deadline:
-            waiting = sorted(n.metadata.name for n in nodes if not node_is_schedulable(n))
+            waiting = sorted(name_of(n) for n in nodes if not node_is_schedulable(n))
             raise TimeoutError(
                 f"{len(ready)}/{expected} nodes ({selector}) schedulable after {timeout:.0f}s; "
                 f"not ready: {waiting[:10]}{' ...' if len(waiting) > 10 else ''}; "

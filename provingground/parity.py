@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from .cluster import ControlPlane, free_port
+from .objects import as_dict, name_of, present
 from .placement import PodPlacement, format_table, wait_for_placements
 from .process import Process
 
@@ -355,7 +356,8 @@ class ParityOperator:
             dry_run="All" if dry_run else None,
             _request_timeout=60,
         )
-        return data, parse_warnings(headers.get("Warning", "") if headers else "")
+        stored = as_dict(data, f"{doc['kind']} {doc['metadata']['name']}")
+        return stored, parse_warnings(headers.get("Warning", "") if headers else "")
 
     def metrics(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float] | None:
         """Samples of our /metrics as {(name, labels): value}, or None when not answering."""
@@ -427,14 +429,17 @@ def cluster_objects(api: client.ApiClient, namespace: str, cluster: str) -> dict
     )
     pods = client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=selector)
     return {
-        "deployments": sorted(d.metadata.name for d in deployments.items),
-        "pods": sorted(p.metadata.name for p in pods.items),
+        "deployments": sorted(name_of(d) for d in deployments.items),
+        "pods": sorted(name_of(p) for p in pods.items),
     }
 
 
 def dask_object(api: client.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any]:
     """A Dask custom object as stored."""
-    return client.CustomObjectsApi(api).get_namespaced_custom_object(*DASK, namespace, plural, name)
+    stored = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        *DASK, namespace, plural, name
+    )
+    return as_dict(stored, f"{plural} {namespace}/{name}")
 
 
 def policy_for(namespace: str, name: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -476,15 +481,20 @@ def assert_scheduler_parity(
         assert sched.pool == pool, sched
     core = client.CoreV1Api(api)
     pod = core.read_namespaced_pod(sched.pod, namespace)
-    init = pod.spec.init_containers or []
+    pod_spec, pod_status = present(pod.spec, "Pod spec"), present(pod.status, "Pod status")
+    init = pod_spec.init_containers or []
     assert [c.name for c in init] == ["gpu-parity-probe", "gpu-parity-check"], init
     assert init[1].image == sched.image  # the check runs in the scheduler's image
-    assert pod.spec.scheduler_name == "default-scheduler"
-    scheduled = [c for c in pod.status.conditions or [] if c.type == "PodScheduled"]
-    assert [c.status for c in scheduled] == ["True"], pod.status.conditions
+    assert pod_spec.scheduler_name == "default-scheduler"
+    scheduled = [c for c in pod_status.conditions or [] if c.type == "PodScheduled"]
+    assert [c.status for c in scheduled] == ["True"], pod_status.conditions
     deployment = client.AppsV1Api(api).read_namespaced_deployment(f"{cluster}-scheduler", namespace)
-    assert not deployment.spec.template.spec.node_name, "placed by hand, not by kube-scheduler"
+    template = present(deployment.spec, "Deployment spec").template
+    assert not present(template.spec, "Pod template spec").node_name, (
+        "placed by hand, not by kube-scheduler"
+    )
     node = core.read_node(sched.node)
     gpu = sched.gpu_request.split("=")[0]
-    assert int(node.status.allocatable.get(gpu, "0")) >= 1, node.status.allocatable
+    allocatable = present(node.status, "Node status").allocatable or {}
+    assert int(allocatable.get(gpu, "0")) >= 1, allocatable
     return rows

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
+from .objects import name_of, present
 from .pools import POOL_LABEL
 
 __all__ = ["PodPlacement", "format_table", "placements", "wait_for_placements"]
@@ -41,7 +42,7 @@ class PodPlacement:
 
 def _gpu_request(pod: client.V1Pod) -> str:
     asks: list[str] = []
-    for container in pod.spec.containers:
+    for container in present(pod.spec, "Pod spec").containers:
         res = container.resources
         limits = (res.limits if res else None) or {}
         requests = (res.requests if res else None) or {}
@@ -52,7 +53,7 @@ def _gpu_request(pod: client.V1Pod) -> str:
 
 
 def _unscheduled_reason(pod: client.V1Pod) -> str:
-    for cond in pod.status.conditions or []:
+    for cond in present(pod.status, "Pod status").conditions or []:
         if cond.type == "PodScheduled" and cond.status != "True":
             return f"{cond.reason}: {cond.message}"
     return ""
@@ -67,25 +68,28 @@ def placements(api: client.ApiClient, namespace: str, cluster: str) -> list[PodP
     node_labels: dict[str, dict[str, str]] = {}
     rows = []
     for pod in pods:
-        node = pod.spec.node_name or ""
+        spec = present(pod.spec, "Pod spec")
+        node = spec.node_name or ""
         if node and node not in node_labels:
-            node_labels[node] = core.read_node(node).metadata.labels or {}
+            node_labels[node] = present(core.read_node(node).metadata, "Node metadata").labels or {}
         labels = node_labels.get(node, {})
         rows.append(
             PodPlacement(
-                component=(pod.metadata.labels or {}).get("dask.org/component", "?"),
-                pod=pod.metadata.name,
-                phase=pod.status.phase or "",
+                component=(present(pod.metadata, "Pod metadata").labels or {}).get(
+                    "dask.org/component", "?"
+                ),
+                pod=name_of(pod),
+                phase=present(pod.status, "Pod status").phase or "",
                 node=node or "(pending)",
                 pool=labels.get(POOL_LABEL, "-"),
                 gpu_product=labels.get("nvidia.com/gpu.product", "-"),
                 driver=labels.get("nvidia.com/cuda.driver-version.full", "-"),
                 cuda=labels.get("nvidia.com/cuda.runtime-version.full", "-"),
                 gpu_request=_gpu_request(pod),
-                image=", ".join(c.image for c in pod.spec.containers),
-                node_selector=dict(pod.spec.node_selector or {}),
+                image=", ".join(c.image or "" for c in spec.containers),
+                node_selector=dict(spec.node_selector or {}),
                 tolerations=tuple(
-                    f"{t.key}:{t.effect or '*'}" for t in pod.spec.tolerations or [] if t.key
+                    f"{t.key}:{t.effect or '*'}" for t in spec.tolerations or [] if t.key
                 ),
                 reason=_unscheduled_reason(pod),
             )

@@ -14,14 +14,14 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-from .binaries import BinariesMissingError, StaleCacheError, find_binaries
+from .binaries import Binaries, BinariesMissingError, StaleCacheError, find_binaries
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
 from .nodes import api_client, create_nodes, wait_nodes_ready
@@ -72,7 +72,7 @@ class E2ECluster:
         return proc
 
 
-def _binaries_or_skip():
+def _binaries_or_skip() -> Binaries:
     try:
         return find_binaries()
     except (BinariesMissingError, StaleCacheError) as exc:
@@ -83,13 +83,15 @@ def _binaries_or_skip():
 
 
 @pytest.fixture(scope="session")
-def binaries():
+def binaries() -> Binaries:
     """The proving-ground binaries (skip, or fail under CI, when they are not built)."""
     return _binaries_or_skip()
 
 
 @pytest.fixture(scope="session")
-def cluster(request, tmp_path_factory) -> Iterator[E2ECluster]:
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[E2ECluster]:
     """A session-wide cluster: the proving ground unless --kubeconfig/KUBECONFIG is given."""
     external = request.config.getoption("--kubeconfig") or os.environ.get("KUBECONFIG")
     log_dir = tmp_path_factory.mktemp("e2e-logs")
@@ -138,7 +140,7 @@ def dask_operator(cluster: E2ECluster) -> Iterator[DaskOperator]:
 
 
 @pytest.fixture
-def namespace(cluster: E2ECluster, request) -> Iterator[str]:
+def namespace(cluster: E2ECluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, deleted (without waiting) afterwards."""
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"e2e-{stem}-{uuid.uuid4().hex[:5]}"
@@ -148,7 +150,9 @@ def namespace(cluster: E2ECluster, request) -> Iterator[str]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """On an e2e failure, attach each component's log tail to the report."""
     report = yield
     cp = item.config.stash.get(_CP_KEY, None)

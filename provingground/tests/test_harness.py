@@ -23,7 +23,8 @@ from provingground import (
     StaleCacheError,
     find_binaries,
 )
-from provingground.binaries import manifest_line
+from provingground.binaries import Binaries, manifest_line
+from provingground.pytest_plugin import E2ECluster
 
 
 def _assert_all_stopped(cp: ControlPlane) -> None:
@@ -34,7 +35,7 @@ def _assert_all_stopped(cp: ControlPlane) -> None:
 
 
 @pytest.mark.e2e
-def test_kubectl_reports_server_version(cluster):
+def test_kubectl_reports_server_version(cluster: E2ECluster) -> None:
     if cluster.control_plane is None:
         pytest.skip("external cluster: its version is whatever it is")
     out = cluster.kubectl("version", "-o", "json").stdout
@@ -42,7 +43,7 @@ def test_kubectl_reports_server_version(cluster):
 
 
 @pytest.mark.e2e
-def test_node_pools_ready_with_gfd_labels(cluster, node_pools):
+def test_node_pools_ready_with_gfd_labels(cluster: E2ECluster, node_pools: dict[str, int]) -> None:
     out = cluster.kubectl(
         "get",
         "nodes",
@@ -63,7 +64,7 @@ def test_node_pools_ready_with_gfd_labels(cluster, node_pools):
 
 
 @pytest.mark.e2e
-def test_issue_serving_cert_is_signed_by_cluster_ca(cluster):
+def test_issue_serving_cert_is_signed_by_cluster_ca(cluster: E2ECluster) -> None:
     cp = cluster.control_plane
     if cp is None:
         pytest.skip("needs the proving ground's CA")
@@ -79,7 +80,7 @@ def test_issue_serving_cert_is_signed_by_cluster_ca(cluster):
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("component", ["etcd", "apiserver"])
-def test_port_conflict_is_a_clear_error(binaries, tmp_path, component):
+def test_port_conflict_is_a_clear_error(binaries: Binaries, tmp_path: Path, component: str) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
@@ -95,7 +96,7 @@ def test_port_conflict_is_a_clear_error(binaries, tmp_path, component):
 
 
 @pytest.mark.e2e
-def test_component_dying_during_start_is_a_clear_error(binaries, tmp_path):
+def test_component_dying_during_start_is_a_clear_error(binaries: Binaries, tmp_path: Path) -> None:
     cp = ControlPlane(
         tmp_path, binaries=binaries, extra_args={"kube-scheduler": ["--no-such-flag"]}
     )
@@ -108,7 +109,7 @@ def test_component_dying_during_start_is_a_clear_error(binaries, tmp_path):
 
 
 @pytest.mark.e2e
-def test_stop_leaves_no_processes(binaries, tmp_path):
+def test_stop_leaves_no_processes(binaries: Binaries, tmp_path: Path) -> None:
     cp = ControlPlane(tmp_path, binaries=binaries).start()
     assert cp.timings["ready"] < 60
     assert set(cp.rss_bytes()) == set(cp.processes)
@@ -135,7 +136,9 @@ def _fake_cache(root: Path, manifest: str | None) -> Path:
         pytest.param(manifest_line(), "kube-controller-manager is missing", id="binary-missing"),
     ],
 )
-def test_stale_cache_folder_is_a_clear_error(tmp_path, monkeypatch, manifest, expected):
+def test_stale_cache_folder_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, manifest: str | None, expected: str
+) -> None:
     root = _fake_cache(tmp_path / K8S_VERSION, manifest)
     monkeypatch.setenv("DGP_BIN", str(root))
     with pytest.raises(StaleCacheError) as err:
@@ -148,7 +151,7 @@ def test_stale_cache_folder_is_a_clear_error(tmp_path, monkeypatch, manifest, ex
 
 
 @pytest.mark.e2e
-def test_killed_parent_leaves_no_orphans(binaries, tmp_path):
+def test_killed_parent_leaves_no_orphans(binaries: Binaries, tmp_path: Path) -> None:
     # SIGKILL skips atexit and finally: PR_SET_PDEATHSIG must take the components down.
     script = (
         "import os, sys\n"
@@ -178,7 +181,7 @@ def test_killed_parent_leaves_no_orphans(binaries, tmp_path):
 
 
 @pytest.mark.e2e
-def test_restart_apiserver_keeps_port_flags_and_objects(cluster):
+def test_restart_apiserver_keeps_port_flags_and_objects(cluster: E2ECluster) -> None:
     cp = cluster.control_plane
     if cp is None:
         pytest.skip("restarts the proving ground's own API server")

@@ -40,7 +40,9 @@ NEW_AND_LEGACY = [
         ("a100-mig", "NVIDIA-A100-SXM4-80GB", "580.95.05", "13.0"),
     ],
 )
-def test_gpu_pools_carry_gfd_labels_capacity_and_taint(pool, product, driver, cuda):
+def test_gpu_pools_carry_gfd_labels_capacity_and_taint(
+    pool: str, product: str, driver: str, cuda: str
+) -> None:
     (node, *_) = node_manifests({n: int(n == pool) for n in POOLS})
     labels = node["metadata"]["labels"]
     assert set(NEW_AND_LEGACY) <= set(labels)
@@ -59,7 +61,7 @@ def test_gpu_pools_carry_gfd_labels_capacity_and_taint(pool, product, driver, cu
     assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
 
 
-def test_mig_node_exposes_mixed_strategy_resources():
+def test_mig_node_exposes_mixed_strategy_resources() -> None:
     (node,) = node_manifests({n: int(n == "a100-mig") for n in POOLS})
     labels, alloc = node["metadata"]["labels"], node["status"]["allocatable"]
     assert labels["nvidia.com/mig.strategy"] == "mixed"
@@ -68,14 +70,14 @@ def test_mig_node_exposes_mixed_strategy_resources():
     assert labels["nvidia.com/mig-3g.40gb.product"] == "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"
 
 
-def test_cpu_pool_has_no_gpu_labels_or_taint():
+def test_cpu_pool_has_no_gpu_labels_or_taint() -> None:
     (node,) = node_manifests({n: int(n == "cpu") for n in POOLS})
     assert not [k for k in node["metadata"]["labels"] if k.startswith("nvidia.com/")]
     assert "nvidia.com/gpu" not in node["status"]["capacity"]
     assert node["spec"] == {}
 
 
-def test_sizes_are_parameters_and_scale_to_thousands():
+def test_sizes_are_parameters_and_scale_to_thousands() -> None:
     names = [n["metadata"]["name"] for n in node_manifests({"a100": 5000, "cpu": 0})]
     assert len(names) == 5000 + sum(p.size for p in pools() if p.name not in {"a100", "cpu"})
     assert len(set(names)) == len(names)
@@ -83,7 +85,7 @@ def test_sizes_are_parameters_and_scale_to_thousands():
         pools({"v100": 1})
 
 
-def test_inventory_is_a_node_list():
+def test_inventory_is_a_node_list() -> None:
     doc = yaml.safe_load(inventory_yaml())
     assert doc["kind"] == "List"
     assert {n["kind"] for n in doc["items"]} == {"Node"}

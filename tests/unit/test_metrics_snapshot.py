@@ -18,8 +18,8 @@ from dask_gpu_parity.admission.runtime import metrics
 from dask_gpu_parity.admission.runtime.state import NODES, OperatorState, Options
 from dask_gpu_parity.core.policy import Policy
 from provingground.cluster import free_port
+from tests.unit.gpunodes import CLASSES, node
 from tests.unit.helpers import example
-from tests.unit.test_nodeindex import CLASSES, node
 
 
 def _get(url: str) -> tuple[int, str]:

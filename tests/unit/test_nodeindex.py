@@ -6,10 +6,8 @@ from typing import Any
 
 from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode
-from tests.unit.test_inventory import CLASSES, Walk, node, same_answers
-
-__all__ = ["CLASSES", "node"]  # the drift watch's and the metrics' tests build nodes with these
-
+from tests.unit.gpunodes import CLASSES, node
+from tests.unit.inventorywalk import Walk, same_answers
 
 # -- incremental changes -----------------------------------------------------------------------
 

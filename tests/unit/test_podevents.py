@@ -14,7 +14,7 @@ import pytest
 
 from dask_gpu_parity.admission.decide import podevents
 from dask_gpu_parity.admission.runtime import events
-from tests.unit.test_driftwatch import Harness, dask_cluster, run
+from tests.unit.driftharness import Harness, dask_cluster, run
 
 NOW = dt.datetime(2026, 7, 1, 12, 0, tzinfo=dt.UTC)
 REASON_LINE = (

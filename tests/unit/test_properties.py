@@ -1,6 +1,7 @@
 """Property tests over generated Dask resources (hypothesis).
 
-10,000 examples per property by default (`make unit`); `make nightly` runs 100,000.
+The examples per property come from the hypothesis profile (``tests/unit/conftest.py``): 200 in
+`make unit`, 100,000 in `make nightly`.
 """
 
 from __future__ import annotations
@@ -383,7 +384,11 @@ def _drop_nulls(node: Any) -> Any:
     return node
 
 
-@settings(max_examples=int(os.environ.get("DGP_JSONSCHEMA_EXAMPLES", "1000")))
+# Each example validates against the full CRD schema: the profile's count, at most 1,000.
+_SCHEMA_EXAMPLES = min(settings.default.max_examples, 1000)
+
+
+@settings(max_examples=int(os.environ.get("DGP_JSONSCHEMA_EXAMPLES", _SCHEMA_EXAMPLES)))
 @given(well_formed, st.sampled_from(range(len(POLICIES))))
 def test_fixed_gpu_resources_validate_against_the_real_crd_schemas(
     doc: dict[str, Any], policy_index: int

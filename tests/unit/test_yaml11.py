@@ -158,7 +158,7 @@ def test_examples_and_their_stream_read_fast_and_alike() -> None:
 
 
 # Generated: documents PyYAML writes in every style, and raw lines with risky plain scalars.
-# A fifth of the profile's examples each (2,000 in CI): each example reads its text twice.
+# A fifth of the profile's examples each, at least 100 (20,000 nightly): each reads its text twice.
 _examples = settings(max_examples=max(100, settings.default.max_examples // 5))
 
 _scalars = st.one_of(

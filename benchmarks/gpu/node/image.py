@@ -172,9 +172,9 @@ def build(out: Path, wheels: Path, python: str) -> dict[str, object]:
             if found:
                 fs.add(found.group(1))
         for tool in TOOLS:
-            found = shutil.which(tool, path="/usr/bin:/bin:/usr/sbin:/sbin")
-            if found:
-                fs.add_elf(found)
+            where = shutil.which(tool, path="/usr/bin:/bin:/usr/sbin:/sbin")
+            if where:
+                fs.add_elf(where)
         etc_python = f"/etc/python{version}"
         for etc in (
             "/etc/passwd",

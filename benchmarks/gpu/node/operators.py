@@ -194,7 +194,7 @@ class Operators:
                 check=True,
             )
         )
-        result = self.node.follow(name, cluster, manifest.name, t_apply)
+        result: dict[str, Any] = self.node.follow(name, cluster, manifest.name, t_apply)
         scheduler = stored["spec"]["scheduler"]["spec"]
         result["admission"] = {
             "kubectl_apply": applied,

@@ -102,7 +102,7 @@ def run(args: RunArgs) -> int:
             raise InputError(f"run: cannot read {path}: mount the webhook certificate there")
     _reachable(api_server())
     try:
-        from dask_gpu_parity.admission import handlers  # noqa: PLC0415  # kopf only here
+        from dask_gpu_parity.admission.runtime import handlers  # noqa: PLC0415  # kopf only here
     except ImportError as exc:
         raise InputError(
             f"run: the operator needs the 'operator' extra ({exc.name} is missing): "

@@ -1,6 +1,6 @@
 """What admission answers: a pure function of the resource, the policy and the inventory.
 
-The kopf adapter (``admission.py``) only gathers the inputs (indices, the request, the DaskCluster
+The webhook server (``server.py``) only gathers the inputs (indices, the request, the DaskCluster
 a worker group joins) and turns a :class:`Decision` into an AdmissionReview (``reviews.py``), its
 JSON Patch included. Keeping the decision here makes every mode testable without a server.
 """

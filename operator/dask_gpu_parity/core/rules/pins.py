@@ -5,7 +5,7 @@ with them, and the drift watch repins a scheduler Deployment with them (``admiss
 so the two cannot disagree on what a pin to a class is, nor on which labels it reads: GFD's
 ``cuda.driver-version.full`` and ``cuda.runtime-version.full``, or, where some node of the class
 carries only the pre-2024 labels, the ``cuda.driver.major``/``minor``/``rev`` and
-``cuda.runtime.major``/``minor`` ones (nvidia.md §1). Pure.
+``cuda.runtime.major``/``minor`` ones (GFD's two label families). Pure.
 """
 
 from __future__ import annotations
