@@ -42,8 +42,9 @@ test: lint controlplane chart-tools ## Everything CI runs: lint, unit, property,
 
 .PHONY: nightly
 nightly: $(STAMP) controlplane ## Long property-test run (100,000 examples per property; 20,000 YAML cases against kubectl)
-	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/test_properties.py tests/unit/test_yaml11.py \
-	  tests/unit/test_placement_properties.py tests/unit/test_hostile.py \
+	HYPOTHESIS_PROFILE=nightly $(BIN)/pytest tests/unit/core/test_properties.py \
+	  tests/unit/manifests/test_yaml11.py \
+	  tests/unit/decide/test_placement_properties.py tests/unit/cli/test_hostile.py \
 	  tests/e2e/test_kubectl_reading.py
 
 .PHONY: bench

@@ -136,7 +136,7 @@ def test_dockerignore_lets_in_only_the_package():
     assert not _ignored("operator/dask_gpu_parity/core/data/dask_crds.json", patterns)
     for path in (
         ".venv/bin/python",
-        "tests/unit/test_cli.py",
+        "tests/unit/cli/test_cli.py",
         "charts/dask-gpu-parity/values.yaml",
         ".git/HEAD",
         "operator/dask_gpu_parity/__pycache__/cli.cpython-311.pyc",

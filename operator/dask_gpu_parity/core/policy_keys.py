@@ -2,7 +2,7 @@
 
 Each :class:`Key` says where a setting is in the manifest (its CRD path), which
 :class:`~.policy.Policy` setting it fills, its type as the CRD declares it, its allowed values
-or minimum, and any further check (``policy_values``). ``tests/unit/test_policy_crd.py`` checks
+or minimum, and any further check (``policy_values``). ``tests/unit/core/test_policy_crd.py`` checks
 the table against the CRD's ``openAPIV3Schema``: the same keys, types, enums, minimums and
 defaults.
 """

@@ -5,7 +5,7 @@ A port of git's rules (``dir.c``: ``trim_trailing_spaces``, ``parse_path_pattern
 expressions, because libraries that translate gitignore to regular expressions disagree with git
 on hostile lines: git accepts every line, and one that cannot match (``[``, a lone ``\\`` or
 ``!``, an unknown ``[[:class:]]``) simply matches nothing, while ``[z-a]`` matches ``z``.
-``tests/unit/test_gitignore.py`` compares the result with ``git check-ignore``.
+``tests/unit/manifests/test_gitignore.py`` compares the result with ``git check-ignore``.
 
 Paths and patterns are bytes, as git reads them: ``?`` matches one byte of a UTF-8 name.
 """

@@ -1,0 +1,1 @@
+"""Unit tests of the operator's runtime: API client, informers, drift watch, Events, metrics."""
