@@ -6,6 +6,7 @@ Objects are fed to the sinks as the informers would; checks run on a real event 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -174,6 +175,55 @@ def test_placement_repair_pins_the_scheduler_to_the_workers_class() -> None:
         assert "580.95.05" in str(ops)
 
     run(test, repair=True)
+
+
+def test_placement_repair_pins_with_the_legacy_labels_where_the_workers_nodes_have_only_those() -> (
+    None
+):
+    # GFD before v0.15 labels only cuda.driver.major/minor/rev: a pin on the new keys would
+    # match none of the workers' nodes, so the repaired scheduler could never be scheduled.
+    async def test(h: Harness) -> None:
+        h.nodes.upsert(node("h0", *H100))
+        h.nodes.upsert(node("a0", *A100, legacy=True))
+        doc = dask_cluster("c")
+        h.watch.stores.put_cluster(doc)
+        fixed = scheduler_deployment(doc)
+        fixed["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+            "limits": {"nvidia.com/gpu": "1"}
+        }
+        h.watch.stores.put_deployment(fixed)
+        h.watch.stores.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
+        h.watch.stores.put_pod(pod("c-worker-a", "c", "worker", "a0"))
+        await h.settle()
+        await asyncio.sleep(0)
+        assert "ParityDriverMismatch" in h.events.reasons()
+        (_, _, ops) = h.patches[-1]
+        keys = {
+            e["key"] for op in ops for term in _terms(op) for e in term.get("matchExpressions", [])
+        }
+        assert "nvidia.com/cuda.driver.major" in keys
+        assert "nvidia.com/cuda.driver-version.full" not in keys
+
+    run(test, repair=True)
+
+
+def _terms(op: dict[str, Any]) -> list[dict[str, Any]]:
+    """The node selector terms a JSON Patch operation writes, wherever in the affinity it lands."""
+    value = op.get("value")
+    found: list[dict[str, Any]] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            if "matchExpressions" in v:
+                found.append(v)
+            for item in v.values():
+                walk(item)
+        elif isinstance(v, list):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return found
 
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
