@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from dask_gpu_parity.manifests.discover import DEFAULT_EXCLUDES
+
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "operator" / "dask_gpu_parity"
 EXTENSIONS = "py|md|yaml|yml|json|toml|mk|sh|txt|env|cfg|ini|tpl"
@@ -50,21 +52,7 @@ NOT_OURS = {
     "legacy/",
     "deploy/",
     # Folders discovery skips (version control, environments, caches): never the repository's.
-    ".git/",
-    ".bzr/",
-    ".hg/",
-    ".svn/",
-    ".venv/",
-    "venv/",
-    ".tox/",
-    ".nox/",
-    ".direnv/",
-    "node_modules/",
-    "site-packages/",
-    "__pycache__/",
-    ".mypy_cache/",
-    ".pytest_cache/",
-    ".ruff_cache/",
+    *DEFAULT_EXCLUDES,
     # The files of the measurements in docs/ci.md (a link out of a folder, a FIFO).
     "../outside/o.py",
     "fifo.py",

@@ -155,23 +155,29 @@ def test_driver_upgrade_under_a_running_cluster() -> None:
     run(test)
 
 
+async def _scheduler_on_h100_workers_on_a100(h: Harness, *, legacy: bool = False) -> list[Any]:
+    """A running cluster whose scheduler landed on the H100 class; the repair's JSON Patch."""
+    h.nodes.upsert(node("h0", *H100))
+    h.nodes.upsert(node("a0", *A100, legacy=legacy))
+    doc = dask_cluster("c")
+    h.watch.stores.put_cluster(doc)
+    fixed = scheduler_deployment(doc)
+    fixed["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "1"}
+    }
+    h.watch.stores.put_deployment(fixed)
+    h.watch.stores.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
+    h.watch.stores.put_pod(pod("c-worker-a", "c", "worker", "a0"))
+    await h.settle()
+    await asyncio.sleep(0)
+    assert "ParityDriverMismatch" in h.events.reasons()
+    (_, _, ops) = h.patches[-1]
+    return ops
+
+
 def test_placement_repair_pins_the_scheduler_to_the_workers_class() -> None:
     async def test(h: Harness) -> None:
-        for name, pair in (("h0", H100), ("a0", A100)):
-            h.nodes.upsert(node(name, *pair))
-        doc = dask_cluster("c")
-        h.watch.stores.put_cluster(doc)
-        fixed = scheduler_deployment(doc)
-        fixed["spec"]["template"]["spec"]["containers"][0]["resources"] = {
-            "limits": {"nvidia.com/gpu": "1"}
-        }
-        h.watch.stores.put_deployment(fixed)
-        h.watch.stores.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
-        h.watch.stores.put_pod(pod("c-worker-a", "c", "worker", "a0"))
-        await h.settle()
-        await asyncio.sleep(0)
-        assert "ParityDriverMismatch" in h.events.reasons()
-        (_, _, ops) = h.patches[-1]
+        ops = await _scheduler_on_h100_workers_on_a100(h)
         assert "580.95.05" in str(ops)
 
     run(test, repair=True)
@@ -183,21 +189,7 @@ def test_placement_repair_pins_with_the_legacy_labels_where_the_workers_nodes_ha
     # GFD before v0.15 labels only cuda.driver.major/minor/rev: a pin on the new keys would
     # match none of the workers' nodes, so the repaired scheduler could never be scheduled.
     async def test(h: Harness) -> None:
-        h.nodes.upsert(node("h0", *H100))
-        h.nodes.upsert(node("a0", *A100, legacy=True))
-        doc = dask_cluster("c")
-        h.watch.stores.put_cluster(doc)
-        fixed = scheduler_deployment(doc)
-        fixed["spec"]["template"]["spec"]["containers"][0]["resources"] = {
-            "limits": {"nvidia.com/gpu": "1"}
-        }
-        h.watch.stores.put_deployment(fixed)
-        h.watch.stores.put_pod(pod("c-scheduler-x", "c", "scheduler", "h0"))
-        h.watch.stores.put_pod(pod("c-worker-a", "c", "worker", "a0"))
-        await h.settle()
-        await asyncio.sleep(0)
-        assert "ParityDriverMismatch" in h.events.reasons()
-        (_, _, ops) = h.patches[-1]
+        ops = await _scheduler_on_h100_workers_on_a100(h, legacy=True)
         keys = {
             e["key"] for op in ops for term in _terms(op) for e in term.get("matchExpressions", [])
         }
