@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 
 import yaml
@@ -82,8 +83,8 @@ def kubeconform_schemas(folder: Path) -> str:
             out.setdefault("additionalProperties", False)
         return out
 
-    bundled = ROOT / "operator" / "dask_gpu_parity" / "data" / "dask_crds.json"
-    schema = json.loads(bundled.read_text())["schemas"]["DaskCluster"]
+    bundled = resources.files("dask_gpu_parity.core").joinpath("data/dask_crds.json")
+    schema = json.loads(bundled.read_text("utf-8"))["schemas"]["DaskCluster"]
     target = folder / "kubernetes.dask.org" / "daskcluster_v1.json"
     target.parent.mkdir(parents=True)
     target.write_text(json.dumps(convert(schema, root=True)))
