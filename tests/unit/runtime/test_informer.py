@@ -11,9 +11,8 @@ import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestServer
 
-from dask_gpu_parity.admission.runtime import informer as informer_module
 from dask_gpu_parity.admission.runtime.apiserver import ApiClient
-from dask_gpu_parity.admission.runtime.informer import Informer, Resource
+from dask_gpu_parity.admission.runtime.informer import BACKOFF, Informer, Resource
 from dask_gpu_parity.admission.runtime.kube import Connection
 
 
@@ -87,14 +86,18 @@ class Sink:
         self.lists += 1
 
 
-async def run_until(fake: FakeApi, done: Any, *, page_size: int = 2) -> tuple[Sink, Informer]:
+async def run_until(
+    fake: FakeApi, done: Any, *, page_size: int = 2, backoff: tuple[float, ...] = BACKOFF
+) -> tuple[Sink, Informer]:
     app = aiohttp.web.Application()
     app.router.add_get("/api/v1/nodes", fake.handle)
     server = TestServer(app)
     await server.start_server()
     api = ApiClient(Connection(str(server.make_url("")).rstrip("/")))
     sink = Sink()
-    informer = Informer(api, Resource("nodes", "/api/v1/nodes"), sink, page_size=page_size)
+    informer = Informer(
+        api, Resource("nodes", "/api/v1/nodes"), sink, page_size=page_size, backoff=backoff
+    )
     task = asyncio.create_task(informer.run())
     try:
         async with asyncio.timeout(10):
@@ -185,25 +188,22 @@ def test_a_missing_resource_is_synced_empty(monkeypatch: pytest.MonkeyPatch) -> 
     assert sink.lists == 1
 
 
-def test_forbidden_is_not_synced_and_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "_BACKOFF", (0.01,))
+def test_forbidden_is_not_synced_and_retried() -> None:
     fake = FakeApi([obj("a", 1)], [])
     fake.list_status = 403
 
     def done(sink: Sink, informer: Informer) -> bool:
         return len(fake.requests) >= 3
 
-    _, informer = asyncio.run(run_until(fake, done))
+    _, informer = asyncio.run(run_until(fake, done, backoff=(0.01,)))
     assert not informer.synced.is_set()
     assert "403" in informer.status().last_error
 
 
-def test_a_watch_that_delivered_events_is_resumed_with_the_backoff_reset(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_watch_that_delivered_events_is_resumed_with_the_backoff_reset() -> None:
     # Three refused watches reach the long step; a watch that then works and breaks is retried
     # at the first step, not after the long one.
-    monkeypatch.setattr(informer_module, "_BACKOFF", (0.01, 0.01, 0.01, 3600.0))
+    backoff = (0.01, 0.01, 0.01, 3600.0)
     broken = {"type": "ERROR", "object": {"kind": "Status", "code": 500, "message": "broken"}}
     fake = FakeApi(
         [obj("a", 1)],
@@ -213,6 +213,6 @@ def test_a_watch_that_delivered_events_is_resumed_with_the_backoff_reset(
     def done(sink: Sink, informer: Informer) -> bool:
         return sum(r.get("watch") == "1" for r in fake.requests) >= 5
 
-    sink, _ = asyncio.run(run_until(fake, done))
+    sink, _ = asyncio.run(run_until(fake, done, backoff=backoff))
     assert sorted(sink.items) == ["a", "b"]
     assert fake.requests[-1]["resourceVersion"] == "101"

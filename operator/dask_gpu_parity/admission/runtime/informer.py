@@ -29,7 +29,7 @@ __all__ = ["Callbacks", "Informer", "InformerStatus", "Resource", "Sink", "objec
 log = logging.getLogger("dask_gpu_parity")
 PAGE_SIZE = 500
 WATCH_SECONDS = 300  # the server ends a watch after this; it is resumed at once
-_BACKOFF = (0.5, 1, 2, 4, 8, 16, 30)
+BACKOFF = (0.5, 1, 2, 4, 8, 16, 30)  # seconds before the 1st, 2nd, ... retry in a row
 _ABSENT_RETRY = 30.0  # a resource whose CRD is not installed is listed again after this
 
 
@@ -91,9 +91,16 @@ class Informer:
     """One resource, listed then watched, for as long as :meth:`run` runs."""
 
     def __init__(
-        self, api: ApiClient, resource: Resource, sink: Sink, *, page_size: int = PAGE_SIZE
+        self,
+        api: ApiClient,
+        resource: Resource,
+        sink: Sink,
+        *,
+        page_size: int = PAGE_SIZE,
+        backoff: tuple[float, ...] = BACKOFF,
     ) -> None:
         self.api = api
+        self.backoff = backoff
         self.resource = resource
         self.sink = sink
         self.page_size = page_size
@@ -104,7 +111,7 @@ class Informer:
         self._lists = 0
         self._events = 0
         self._error = ""
-        self._failures = 0  # consecutive failures: the next retry waits _BACKOFF[_failures]
+        self._failures = 0  # consecutive failures: the next retry waits backoff[_failures]
 
     def status(self) -> InformerStatus:
         """Counters for metrics (read on the event loop, published as a snapshot)."""
@@ -146,7 +153,7 @@ class Informer:
         self._error = str(exc)
         failures = self._failures
         self._failures += 1
-        delay = _BACKOFF[min(failures, len(_BACKOFF) - 1)]
+        delay = self.backoff[min(failures, len(self.backoff) - 1)]
         hint = ""
         if isinstance(exc, Forbidden):
             hint = f" (RBAC: the operator needs list and watch on {self.resource.kind})"
