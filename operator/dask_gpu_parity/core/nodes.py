@@ -16,16 +16,25 @@ from . import quantity
 from .gpu import is_gpu_resource
 from .plain import as_list, as_map
 
-__all__ = ["CUDA_FULL", "DRIVER_FULL", "DriverClass", "GpuNode", "driver_class"]
+__all__ = [
+    "CUDA_FULL",
+    "DRIVER_FULL",
+    "LEGACY_CUDA",
+    "LEGACY_DRIVER",
+    "DriverClass",
+    "GpuNode",
+    "driver_class",
+]
 
 DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
 CUDA_FULL = "nvidia.com/cuda.runtime-version.full"
-_LEGACY_DRIVER = (
+# GFD's labels before v0.15 (2024): the versions split into parts, in this order.
+LEGACY_DRIVER = (
     "nvidia.com/cuda.driver.major",
     "nvidia.com/cuda.driver.minor",
     "nvidia.com/cuda.driver.rev",
 )
-_LEGACY_CUDA = ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor")
+LEGACY_CUDA = ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor")
 
 
 @dataclass(frozen=True, order=True)
@@ -42,11 +51,11 @@ class DriverClass:
 def driver_class(labels: Mapping[str, str]) -> DriverClass | None:
     """The driver class a node's GFD labels describe (new keys first, then legacy ones)."""
     driver = labels.get(DRIVER_FULL)
-    if not driver and all(labels.get(k) for k in _LEGACY_DRIVER[:2]):
-        driver = ".".join(labels[k] for k in _LEGACY_DRIVER if labels.get(k))
+    if not driver and all(labels.get(k) for k in LEGACY_DRIVER[:2]):
+        driver = ".".join(labels[k] for k in LEGACY_DRIVER if labels.get(k))
     cuda = labels.get(CUDA_FULL)
-    if not cuda and all(labels.get(k) for k in _LEGACY_CUDA):
-        cuda = ".".join(labels[k] for k in _LEGACY_CUDA)
+    if not cuda and all(labels.get(k) for k in LEGACY_CUDA):
+        cuda = ".".join(labels[k] for k in LEGACY_CUDA)
     return DriverClass(driver, cuda) if driver and cuda else None
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dask_gpu_parity.core.inventory import CUDA_FULL, DRIVER_FULL, DriverClass, Inventory
+from dask_gpu_parity.core.nodes import LEGACY_CUDA, LEGACY_DRIVER
 from dask_gpu_parity.core.plain import as_list, as_map, copy_json
 from dask_gpu_parity.core.providers import PoolClass
 
@@ -33,11 +34,8 @@ CLASS_KEYS = frozenset(
         "nvidia.com/cuda.driver-version.revision",
         "nvidia.com/cuda.runtime-version.major",
         "nvidia.com/cuda.runtime-version.minor",
-        "nvidia.com/cuda.driver.major",
-        "nvidia.com/cuda.driver.minor",
-        "nvidia.com/cuda.driver.rev",
-        "nvidia.com/cuda.runtime.major",
-        "nvidia.com/cuda.runtime.minor",
+        *LEGACY_DRIVER,
+        *LEGACY_CUDA,
     }
 )
 _REQUIRED = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
@@ -52,17 +50,11 @@ def pin_expressions(nc: NodeClass, legacy: bool) -> list[dict[str, Any]]:
             {"key": DRIVER_FULL, "operator": "In", "values": [nc.driver]},
             {"key": CUDA_FULL, "operator": "In", "values": [nc.cuda]},
         ]
-    major, minor, *rev = nc.driver.split(".")
-    cuda_major, cuda_minor = [*nc.cuda.split("."), "0"][:2]
-    exprs = [
-        {"key": "nvidia.com/cuda.driver.major", "operator": "In", "values": [major]},
-        {"key": "nvidia.com/cuda.driver.minor", "operator": "In", "values": [minor]},
-        {"key": "nvidia.com/cuda.runtime.major", "operator": "In", "values": [cuda_major]},
-        {"key": "nvidia.com/cuda.runtime.minor", "operator": "In", "values": [cuda_minor]},
-    ]
-    if rev:
-        exprs.insert(2, {"key": "nvidia.com/cuda.driver.rev", "operator": "In", "values": [rev[0]]})
-    return exprs
+    # The driver's parts as GFD splits them (major, minor, and rev where there is one); CUDA's
+    # major and minor, a missing minor read as 0.
+    driver = zip(LEGACY_DRIVER, nc.driver.split("."), strict=False)
+    cuda = zip(LEGACY_CUDA, [*nc.cuda.split("."), "0"][:2], strict=True)
+    return [{"key": key, "operator": "In", "values": [part]} for key, part in (*driver, *cuda)]
 
 
 def legacy_pin(inventory: Inventory, dc: DriverClass) -> bool:
