@@ -31,6 +31,7 @@ CHART = ROOT / "charts" / "dask-gpu-parity"
 # The values.yaml blocks pinned, and the images they name: (top-level key, what it is).
 IMAGES = (("image", "operator"), ("probeImage", "probe"))
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_ANY = "sha256:" + "0" * 64  # a well-formed digest, for checking that a chart can be pinned
 # A release tag: v and a semantic version (a pre-release such as -rc.1 allowed).
 TAG = re.compile(r"v(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)")
 _KEY = re.compile(r"^(?P<key>[A-Za-z][\w-]*):(?P<rest>.*)$")
@@ -94,8 +95,11 @@ def _block(lines: Sequence[str], name: str, block: str) -> dict[str, _Field]:
 def check_version(tag: str, root: Path = ROOT) -> str:
     """The version of release tag ``tag``; raise unless pyproject and Chart.yaml say the same.
 
+    The chart must also have every field that ``pin-digests`` will pin: this runs before the
+    images are pushed, that after.
+
     Raises:
-        ReleaseError: the tag is not v and a semantic version.
+        ReleaseError: the tag is not v and a semantic version, or the chart lacks a field to pin.
         VersionMismatchError: a version differs from the tag's.
     """
     match = TAG.fullmatch(tag)
@@ -121,6 +125,8 @@ def check_version(tag: str, root: Path = ROOT) -> str:
             f"Tag {tag} does not match the sources: {'; '.join(wrong)}; "
             f"bump them to {version} or tag v{found['pyproject.toml project.version']}"
         )
+    # What the chart job will pin once the images are pushed must be there before anything is.
+    _pinned(root / "charts" / "dask-gpu-parity", dict.fromkeys(("operator", "probe"), _ANY))
     return version
 
 
@@ -139,6 +145,13 @@ def pin(chart: Path, digests: dict[str, str]) -> list[str]:
     Raises:
         ReleaseError: a malformed digest, or a chart without a field to pin (nothing written).
     """
+    pinned, contents = _pinned(chart, digests)
+    _replace_all(contents)
+    return pinned
+
+
+def _pinned(chart: Path, digests: dict[str, str]) -> tuple[list[str], dict[Path, str]]:
+    """The references pinned, and the new text of each file, without writing anything."""
     digests = {what: _digest(what, digest) for what, digest in digests.items()}
     values_path, chart_path = chart / "values.yaml", chart / "Chart.yaml"
     for path in (values_path, chart_path):
@@ -160,8 +173,7 @@ def pin(chart: Path, digests: dict[str, str]) -> list[str]:
         reference = f"{fields['repository'].value}:{tag or app_version}"
         _pin_annotation(meta, reference, digest)
         pinned.append(f"{reference}@{digest}")
-    _replace_all({values_path: "".join(values), chart_path: "".join(meta)})
-    return pinned
+    return pinned, {values_path: "".join(values), chart_path: "".join(meta)}
 
 
 def _pin_annotation(meta: list[str], reference: str, digest: str) -> None:

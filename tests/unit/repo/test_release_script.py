@@ -8,6 +8,7 @@ The digests are the example digests of the OCI image specification's manifest
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import sys
 import tomllib
@@ -213,14 +214,15 @@ def test_a_tag_that_is_no_release_tag_is_exit_2(
     assert "is not a release tag: expected v and X.Y.Z" in err
 
 
-def _sources(root: Path, *, project: str, chart: str, app: str) -> Path:
-    (root / "charts" / "dask-gpu-parity").mkdir(parents=True)
+def _sources(root: Path, *, project: str, chart: str, app: str, images: str | None = None) -> Path:
+    """A repository root with this chart at the given versions (images: the annotation's tag)."""
+    folder = Path(shutil.copytree(CHART, root / "charts" / "dask-gpu-parity"))
     (root / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "{project}"\n')
-    (root / "charts" / "dask-gpu-parity" / "Chart.yaml").write_text(
-        "apiVersion: v2\nname: dask-gpu-parity\n"
-        f"version: {chart}  # the chart's version\nappVersion: '{app}'\n"
-        "annotations:\n  artifacthub.io/changes: |\n    - version: 9.9.9\n"
-    )
+    text = (folder / "Chart.yaml").read_text()
+    text = re.sub(r"^version: .*$", f"version: {chart}  # the chart's version", text, flags=re.M)
+    text = re.sub(r"^appVersion: .*$", f"appVersion: '{app}'", text, flags=re.M)
+    text = re.sub(rf"(image: \S+):{re.escape(VERSION)}$", rf"\1:{images or app}", text, flags=re.M)
+    (folder / "Chart.yaml").write_text(text)
     return root
 
 
@@ -249,3 +251,14 @@ def test_the_check_reads_chart_yaml_as_yaml_does(
         release.check_version("v1.2.3-rc.1", root)
     assert [part for part in wrong if part not in str(caught.value)] == []
     assert "pyproject.toml project.version is" not in str(caught.value)
+
+
+def test_the_check_stops_a_release_whose_chart_cannot_be_pinned(tmp_path: Path) -> None:
+    """A version bump that left the Artifact Hub images at the old tag fails the check, before
+    any image is pushed, rather than the pinning after."""
+    root = _sources(tmp_path, project="1.2.3", chart="1.2.3", app="1.2.3", images="1.2.2")
+    with pytest.raises(release.ReleaseError) as caught:
+        release.check_version("v1.2.3", root)
+    assert "artifacthub.io/images names ghcr.io/dask-gpu-parity/dask-gpu-parity:1.2.3 0 times" in (
+        str(caught.value)
+    )
