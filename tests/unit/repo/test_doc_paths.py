@@ -67,6 +67,10 @@ NOT_OURS = {
     "scheduler-fail.yaml",
     "daskcluster-pass.yaml",
     "daskcluster-fail.yaml",
+    # Made by the release workflow, attached to a GitHub release (docs/releasing.md).
+    ".spdx.json",
+    "dask-gpu-parity-VERSION-linux-ARCH.spdx.json",
+    "dask-gpu-parity-probe-VERSION-linux-ARCH.spdx.json",
     # The project's research notes with their sources, kept beside the repository, not in it.
     "reference/dask-kubernetes.md",
     "reference/nvidia.md",
