@@ -21,7 +21,7 @@ controlplane-clean: ## Delete this version's cached proving-ground binaries
 	rm -rf $(DGP_BIN) $(DGP_BIN).partial
 
 .PHONY: e2e
-e2e: $(STAMP) controlplane ## e2e tests and the proving ground's own tests (or any cluster: KUBECONFIG=...)
+e2e: $(STAMP) controlplane node ## e2e tests and the proving ground's own tests (or any cluster: KUBECONFIG=...)
 	$(BIN)/pytest tests/e2e provingground/tests
 
 .PHONY: demo
