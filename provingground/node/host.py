@@ -50,6 +50,17 @@ _SYSCTLS = (
 )
 
 
+# Host folders kubelet, containerd and the CNI plugins write whatever their configuration says
+# (the device-plugin socket folder, runc's and the shims' state, the CNI result cache).
+HOST_PATHS = (
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+    "/run/containerd",
+    "/var/log/pods",
+    "/var/log/containers",
+)
+
+
 def sh(cmd: list[str], *, timeout: float = 60, check: bool = False) -> str:
     """Run ``cmd``; return stdout and stderr together (raise on failure when ``check``)."""
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
@@ -186,12 +197,14 @@ class Sysctls:
     """The kernel settings a node changes: read before it starts, written back when it stops.
 
     Also the nftables tables: ``iptables-nft`` makes ``ip filter``, ``ip nat``, ... on first
-    use; those that were not there before and are empty again are deleted.
+    use; those that were not there before and are empty again are deleted. And the folders of
+    ``HOST_PATHS`` that were not there before are removed.
     """
 
     def __init__(self) -> None:
         self.saved: dict[str, str] = {}
         self.tables: set[str] = set()
+        self.absent: list[Path] = []
 
     def save(self) -> None:
         """Remember the current value of each setting this host has."""
@@ -199,6 +212,7 @@ class Sysctls:
             with contextlib.suppress(OSError):
                 self.saved[key] = (Path("/proc/sys") / key).read_text().strip()
         self.tables = _nft_tables()
+        self.absent = [Path(p) for p in HOST_PATHS if not Path(p).exists()]
 
     @staticmethod
     def set(key: str, value: str) -> None:
@@ -218,3 +232,5 @@ class Sysctls:
             rules = [x for x in lines if x and not x.startswith(("table", "chain", "type", "}"))]
             if not rules and all("policy accept" in x for x in lines if x.startswith("type")):
                 sh(["nft", "delete", *words])
+        for path in self.absent:
+            shutil.rmtree(path, ignore_errors=True)
