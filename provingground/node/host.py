@@ -27,6 +27,7 @@ __all__ = [
     "cgroup_version",
     "free_port",
     "has_netfilter_tools",
+    "lock_holder",
     "node_ip",
     "reachable_address",
     "sh",
@@ -133,6 +134,18 @@ def node_ip() -> str:
 def has_netfilter_tools() -> bool:
     """Whether ``iptables`` (with ``iptables-restore``) is installed: kube-proxy needs them."""
     return all(shutil.which(t) for t in ("iptables", "iptables-restore", "ip"))
+
+
+def lock_holder(path: Path = LOCK_FILE) -> str | None:
+    """Who holds the host lock now (the file's ``pid N``), or None when it is free."""
+    if path in HostLock._held_here:
+        return f"pid {os.getpid()} (this process)"
+    with contextlib.suppress(FileNotFoundError), path.open() as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return f.read().strip() or "another process"
+    return None
 
 
 class HostLock:
