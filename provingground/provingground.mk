@@ -21,12 +21,16 @@ controlplane-clean: ## Delete this version's cached proving-ground binaries
 	rm -rf $(DGP_BIN) $(DGP_BIN).partial
 
 .PHONY: e2e
-e2e: $(STAMP) controlplane ## e2e tests and the proving ground's own tests (or any cluster: KUBECONFIG=...)
+e2e: $(STAMP) controlplane node images ## e2e tests (tests/e2e/install: helm install on the real node) and the proving ground's own
 	$(BIN)/pytest tests/e2e provingground/tests
 
 .PHONY: demo
-demo: $(STAMP) controlplane ## Proving ground + dask operator + examples/ GPU clusters: where Pods land
+demo: $(STAMP) controlplane node images ## helm install of both operators on the real node + examples/: where Pods land
 	$(BIN)/python -m provingground.demo
+
+.PHONY: peer-suite
+peer-suite: $(STAMP) controlplane node images ## dask-kubernetes' own operator tests on the ground, without and with our chart
+	$(BIN)/python -m provingground.peersuite
 
 .PHONY: demo-down
 demo-down: ## Stop anything an interrupted `make demo` left running
@@ -36,12 +40,24 @@ demo-down: ## Stop anything an interrupted `make demo` left running
 proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up until Ctrl-C
 	$(BIN)/python -m provingground.up
 
+.PHONY: node
+node: $(STAMP) ## Build or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS); apt-installs libseccomp-dev iptables nftables iproute2 if missing
+	@$(PG_DIR)/node/host-packages.sh
+	@d="$$($(BIN)/python -c 'from provingground.node import node_dir; print(node_dir())')" && \
+	  { [ -s "$$d/images/busybox.tar" ] || $(BIN)/python -m provingground.node.testimage "$$d/images/busybox.tar"; } && \
+	  $(PG_DIR)/node/build.sh --node "$$d"
+
+.PHONY: ground
+ground: $(STAMP) controlplane node ## The proving ground with the real node joined, until Ctrl-C
+	$(BIN)/python -m provingground.up --real-node
+
 .PHONY: gpunode
 gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, images, manifests) into .gpunode/
-	$(PG_DIR)/gpunode/build.sh .gpunode
-	$(BIN)/python -m provingground.gpunode.payload .gpunode/payload .gpunode/bin/pause
-	$(PG_DIR)/gpunode/wheels.sh .gpunode/wheels
-	$(PG_DIR)/gpunode/operator_site.sh .gpunode/site
+	@$(PG_DIR)/node/host-packages.sh
+	$(PG_DIR)/node/build.sh .gpunode
+	$(BIN)/python -m provingground.node.payload .gpunode/payload
+	$(PG_DIR)/node/wheels.sh .gpunode/wheels
+	$(PG_DIR)/node/operator_site.sh .gpunode/site
 
 # Our images, built from the Dockerfile with BuildKit (no Docker, no registry) into .images/ as OCI
 # archives, with .images/images.json (provingground/images/). BuildKit is built from its Go module
