@@ -30,6 +30,8 @@ EXTENSIONS = "py|md|yaml|yml|json|toml|mk|sh|txt|env|cfg|ini|tpl"
 PATH = re.compile(rf"(?<![\w./:@~$-])((?:[\w.-]+/)*[\w.-]+(?:\.(?:{EXTENSIONS})|/))(?![\w/-]|\.\w)")
 DOMAIN = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+/")  # ghcr.io/, nvidia.com/, kopf.zalando.org/
 SKIPPED_FOLDERS = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache"}
+# Git-ignored build outputs: whether they exist depends on what was built, not on the repository.
+BUILD_OUTPUTS = {".images", ".gpunode", ".run", ".cache", "build", "dist"}
 
 # Paths the texts name that are not files of this repository, and why.
 NOT_OURS = {
@@ -71,6 +73,11 @@ NOT_OURS = {
     ".spdx.json",
     "dask-gpu-parity-VERSION-linux-ARCH.spdx.json",
     "dask-gpu-parity-probe-VERSION-linux-ARCH.spdx.json",
+    # Build outputs of `make images` (git-ignored), described in docs/proving-ground.md.
+    ".images/",
+    ".images/images.json",
+    ".images/logs/",
+    "images.json",
     # The project's research notes with their sources, kept beside the repository, not in it.
     "reference/dask-kubernetes.md",
     "reference/nvidia.md",
@@ -105,7 +112,7 @@ def _tree() -> frozenset[str]:
         for entry in folder.iterdir():
             name = entry.relative_to(ROOT).as_posix()
             if entry.is_dir() and not entry.is_symlink():
-                if entry.name not in SKIPPED_FOLDERS:
+                if entry.name not in SKIPPED_FOLDERS | BUILD_OUTPUTS:
                     found.add(name + "/")
                     stack.append(entry)
             else:
