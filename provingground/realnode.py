@@ -1,0 +1,115 @@
+"""What the install path needs from the image build and the real node, in one place.
+
+``built_images()`` reads the catalog ``make images`` writes (``.images/images.json``);
+``real_node_ground()`` starts a proving ground whose control plane also has a node that runs
+containers (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS), beside the kwok pools. Each
+raises one error that says what to build when its part is missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .binaries import Binaries
+from .ground import ProvingGround
+
+__all__ = [
+    "IMAGES_JSON",
+    "BuiltImages",
+    "ImagesMissingError",
+    "NodeMissingError",
+    "built_images",
+    "real_node_ground",
+    "real_node_name",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGES_JSON = REPO / ".images" / "images.json"
+IMAGES_HINT = "run `make images` (the operator, probe, dask operator and Dask images)"
+
+
+class ImagesMissingError(RuntimeError):
+    """``make images`` has not been run, or its catalog lacks an image the install needs."""
+
+
+class NodeMissingError(RuntimeError):
+    """The real node cannot be started here (its binaries are not built, or no support)."""
+
+
+@dataclass(frozen=True)
+class BuiltImages:
+    """The references the install uses, and the digests a container runtime may report.
+
+    Attributes:
+        operator: dask-gpu-parity's image (the chart's default reference).
+        probe: The probe image (the chart's default policy's verifier image).
+        dask_operator: The dask-kubernetes operator's image.
+        dask: The CPU Dask image for schedulers and workers on the real node.
+        digests: Reference -> the ``sha256:...`` digests that identify it (manifest, config).
+    """
+
+    operator: str
+    probe: str
+    dask_operator: str
+    dask: str
+    digests: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def matches(self, reference: str, image_id: str) -> bool:
+        """Whether a container status's ``imageID`` is the built image of ``reference``."""
+        digest = "sha256:" + image_id.rsplit("sha256:", 1)[-1]
+        return digest in self.digests.get(reference, frozenset())
+
+
+def built_images(path: Path = IMAGES_JSON) -> BuiltImages:
+    """The catalog of ``make images``, read by ``provingground.images.catalog``.
+
+    Raises:
+        ImagesMissingError: no catalog, or an image the install needs is not in it.
+    """
+    try:
+        catalog = importlib.import_module("provingground.images").catalog
+    except (ImportError, AttributeError) as exc:
+        raise ImagesMissingError(f"No image build in this tree ({exc}): {IMAGES_HINT}") from exc
+    if not path.is_file():
+        raise ImagesMissingError(f"No image catalog at {path}: {IMAGES_HINT}")
+    entries = catalog(path)
+    refs: dict[str, str] = {}
+    digests: dict[str, frozenset[str]] = {}
+    for entry in entries:
+        ref = str(entry.reference)
+        refs[str(entry.name)] = ref
+        digests[ref] = frozenset(str(d) for d in (entry.digest, entry.config_digest) if d)
+    wanted = ("operator", "probe", "dask-operator", "dask")
+    missing = [w for w in wanted if w not in refs]
+    if missing:
+        raise ImagesMissingError(f"{path} has no {', '.join(missing)} image: {IMAGES_HINT}")
+    return BuiltImages(
+        refs["operator"], refs["probe"], refs["dask-operator"], refs["dask"], digests
+    )
+
+
+def real_node_ground(run_dir: Path, binaries: Binaries) -> ProvingGround:
+    """A proving ground with the real node and the kwok pools, without the host dask operator.
+
+    Raises:
+        NodeMissingError: this tree's ProvingGround has no real node, or its binaries are absent.
+    """
+    if "real_node" not in inspect.signature(ProvingGround).parameters:
+        raise NodeMissingError(
+            "This tree's ProvingGround has no real node (provingground/node/): the install "
+            "tests need a node that runs containers"
+        )
+    kwargs = {"real_node": True, "dask_operator": False, "binaries": binaries}
+    return ProvingGround(run_dir, **kwargs)  # type: ignore[arg-type]
+
+
+def real_node_name(ground: ProvingGround) -> str:
+    """The name of the ground's node that runs containers."""
+    node = getattr(ground, "real_node", None)
+    name = getattr(node, "name", None)
+    if not isinstance(name, str):
+        raise NodeMissingError("The proving ground was started without its real node")
+    return name
