@@ -23,6 +23,7 @@ from provingground.install import (
     RELEASE,
     pod_images,
 )
+from provingground.install_demo import compute_through, cpu_dask_cluster
 from provingground.pools import POOL_LABEL
 
 from .conftest import InstalledGround
@@ -30,8 +31,6 @@ from .conftest import InstalledGround
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[3]
-# The CPU cluster of examples/ (the dask-kubernetes docs' DaskCluster), with the built Dask image.
-CPU_EXAMPLE = REPO / "examples" / "cpu-cluster.yaml"
 GPU_EXAMPLE = REPO / "examples" / "gpu-cluster-tcp.yaml"
 
 
@@ -55,42 +54,13 @@ def _namespace(ground: InstalledGround, name: str, *labels: str) -> str:
 
 def cpu_cluster(ground: InstalledGround, name: str) -> dict[str, Any]:
     """examples/cpu-cluster.yaml with the built Dask image, pinned to the real node."""
-    doc = yaml.safe_load(CPU_EXAMPLE.read_text())
-    doc["metadata"]["name"] = name
-    for role in ("scheduler", "worker"):
-        spec = doc["spec"][role]["spec"]
-        spec["nodeSelector"] = {"kubernetes.io/hostname": ground.node}
-        for container in spec["containers"]:
-            container["image"] = ground.images.dask
-            container["imagePullPolicy"] = "IfNotPresent"
-            # Small requests: two workers, the scheduler and both operators share one node.
-            container["resources"] = {
-                "requests": {"cpu": "100m", "memory": "256Mi"},
-                "limits": {"memory": "1Gi"},
-            }
-    doc["spec"]["scheduler"]["spec"]["containers"][0]["args"] = ["dask", "scheduler"]
-    doc["spec"]["worker"]["spec"]["containers"][0]["args"] = [
-        "dask",
-        "worker",
-        "--name",
-        "$(DASK_WORKER_NAME)",
-        "--nthreads",
-        "1",
-    ]
-    doc["spec"]["scheduler"]["service"]["selector"]["dask.org/cluster-name"] = name
-    return doc
+    return cpu_dask_cluster(name, ground.images.dask, ground.node)
 
 
 def _pods(ground: InstalledGround, namespace: str, selector: str) -> list[dict[str, Any]]:
     out = ground.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout
     items: list[dict[str, Any]] = json.loads(out)["items"]
     return items
-
-
-def _running_ready(pod: dict[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    ready = {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready")
-    return status.get("phase") == "Running" and ready == "True"
 
 
 def test_both_operators_run_ready_on_the_real_node_from_the_built_images(installed):
@@ -165,27 +135,16 @@ def test_a_gpu_cluster_applied_with_kubectl_is_mutated_through_the_service(insta
 
 
 def test_a_cpu_cluster_gets_a_real_scheduler_and_workers_that_compute(installed):
-    distributed = pytest.importorskip("distributed")
     ns = _namespace(installed, "install-cpu")
     doc = cpu_cluster(installed, "cpu-real")
     installed.kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(doc))
-    selector = "dask.org/cluster-name=cpu-real"
-
-    def running() -> list[dict[str, Any]]:
-        pods = _pods(installed, ns, selector)
-        ok = [p for p in pods if _running_ready(p)]
-        return ok if len(ok) == 3 else []
-
-    pods = _eventually(running, 300, "scheduler and two workers Running and Ready")
+    _address, result, workers = compute_through(installed.kubectl, ns, "cpu-real", 2)
+    assert (result, workers) == (6, 2)
+    pods = _pods(installed, ns, "dask.org/cluster-name=cpu-real")
     assert {p["spec"]["nodeName"] for p in pods} == {installed.node}
-    service = json.loads(
-        installed.kubectl("get", "service", "cpu-real-scheduler", "-n", ns, "-o", "json").stdout
-    )
-    address = f"tcp://{service['spec']['clusterIP']}:8786"
-    with distributed.Client(address, timeout="60s") as client:
-        client.wait_for_workers(2, timeout=120)
-        assert client.submit(sum, [1, 2, 3]).result(timeout=60) == 6
-        assert len(client.scheduler_info()["workers"]) == 2
+    for pod in pods:
+        (status,) = pod["status"]["containerStatuses"]
+        assert installed.images.matches(installed.images.dask, status["imageID"]), status
 
 
 def test_a_cpu_cluster_is_left_as_written_by_our_webhook(installed):
