@@ -48,7 +48,7 @@ class BuiltImages:
         probe: The probe image (the chart's default policy's verifier image).
         dask_operator: The dask-kubernetes operator's image.
         dask: The CPU Dask image for schedulers and workers on the real node.
-        digests: Reference -> the ``sha256:...`` digests that identify it (manifest, config).
+        digests: Reference -> the ``sha256:...`` digests that identify it (its manifest's).
     """
 
     operator: str
@@ -70,20 +70,16 @@ def built_images(path: Path = IMAGES_JSON) -> BuiltImages:
         ImagesMissingError: no catalog, or an image the install needs is not in it.
     """
     try:
-        catalog = importlib.import_module("provingground.images").catalog
-    except (ImportError, AttributeError) as exc:
+        images = importlib.import_module("provingground.images")
+    except ImportError as exc:
         raise ImagesMissingError(f"No image build in this tree ({exc}): {IMAGES_HINT}") from exc
-    if not path.is_file():
-        raise ImagesMissingError(f"No image catalog at {path}: {IMAGES_HINT}")
-    entries = catalog(path)
-    refs: dict[str, str] = {}
-    digests: dict[str, frozenset[str]] = {}
-    for entry in entries:
-        ref = str(entry.reference)
-        refs[str(entry.name)] = ref
-        digests[ref] = frozenset(str(d) for d in (entry.digest, entry.config_digest) if d)
-    wanted = ("operator", "probe", "dask-operator", "dask")
-    missing = [w for w in wanted if w not in refs]
+    try:
+        entries = images.catalog(path)
+    except images.CatalogError as exc:
+        raise ImagesMissingError(str(exc)) from exc
+    refs = {str(name): str(entry.reference) for name, entry in entries.items()}
+    digests = {str(e.reference): frozenset({str(e.digest)}) for e in entries.values()}
+    missing = [w for w in ("operator", "probe", "dask-operator", "dask") if w not in refs]
     if missing:
         raise ImagesMissingError(f"{path} has no {', '.join(missing)} image: {IMAGES_HINT}")
     return BuiltImages(
