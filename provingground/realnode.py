@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,7 +88,9 @@ def built_images(path: Path = IMAGES_JSON) -> BuiltImages:
     )
 
 
-def real_node_ground(run_dir: Path, binaries: Binaries) -> ProvingGround:
+def real_node_ground(
+    run_dir: Path, binaries: Binaries, sizes: Mapping[str, int] | None = None
+) -> ProvingGround:
     """A proving ground with the real node and the kwok pools, without the host dask operator.
 
     Raises:
@@ -98,7 +101,7 @@ def real_node_ground(run_dir: Path, binaries: Binaries) -> ProvingGround:
             "This tree's ProvingGround has no real node (provingground/node/): the install "
             "tests need a node that runs containers"
         )
-    kwargs = {"real_node": True, "dask_operator": False, "binaries": binaries}
+    kwargs = {"real_node": True, "dask_operator": False, "binaries": binaries, "sizes": sizes}
     return ProvingGround(run_dir, **kwargs)  # type: ignore[arg-type]
 
 
