@@ -16,12 +16,31 @@ ADMISSION_PLUGINS = (
 )
 
 
-def apiserver_args(etcd_port: int, port: int, pki: Path) -> list[str]:
-    """The flags of kube-apiserver on 127.0.0.1:``port``, storing in etcd on ``etcd_port``."""
+def apiserver_args(
+    etcd_port: int, port: int, pki: Path, advertise_address: str | None = None
+) -> list[str]:
+    """The flags of kube-apiserver on ``port``, storing in etcd on ``etcd_port``.
+
+    Without ``advertise_address`` it listens on 127.0.0.1 only and keeps no endpoints for the
+    ``kubernetes`` Service. With one (an address pods can reach: the real node's), it listens
+    on every address and the ``kubernetes`` Service's endpoints are that address and ``port``,
+    so pods reach it through the Service as on a real cluster.
+    """
+    if advertise_address:
+        listen = [
+            "--bind-address=0.0.0.0",
+            f"--advertise-address={advertise_address}",
+            "--endpoint-reconciler-type=lease",
+        ]
+    else:
+        listen = [
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+        ]
     return [
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        *listen,
         f"--secure-port={port}",
         f"--cert-dir={pki}",
         f"--tls-cert-file={pki / 'apiserver.crt'}",
@@ -34,11 +53,14 @@ def apiserver_args(etcd_port: int, port: int, pki: Path) -> list[str]:
         "--authorization-mode=Node,RBAC",
         f"--enable-admission-plugins={ADMISSION_PLUGINS}",
         "--allow-privileged=true",
-        "--endpoint-reconciler-type=none",
         "--enable-priority-and-fairness=false",
         "--max-requests-inflight=0",
         "--max-mutating-requests-inflight=0",
         "--profiling=false",
+        # kubectl logs/exec on a real node: the API server calls kubelet as the admin.
+        f"--kubelet-client-certificate={pki / 'admin.crt'}",
+        f"--kubelet-client-key={pki / 'admin.key'}",
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
         # Aggregation layer / delegated authn of the other components.
         f"--requestheader-client-ca-file={pki / 'ca.crt'}",
         "--requestheader-allowed-names=front-proxy-client",

@@ -96,8 +96,11 @@ class ControlPlane:
         ports: Ports | None = None,
         extra_args: Mapping[str, Sequence[str]] | None = None,
         start_timeout: float = 60.0,
+        advertise_address: str | None = None,
     ) -> None:
         self.run_dir = run_dir.resolve()
+        # An address pods can reach (see apiserver_args); None: loopback only.
+        self.advertise_address = advertise_address
         self.binaries = binaries or find_binaries()
         self.ports = (ports or Ports()).resolved()
         self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
@@ -242,7 +245,7 @@ class ControlPlane:
         self.ca.issue(
             "apiserver",
             common_name="kube-apiserver",
-            hostnames=list(APISERVER_NAMES),
+            hostnames=[*APISERVER_NAMES, *filter(None, [self.advertise_address])],
         )
         admin = self.ca.issue(
             "admin", common_name="admin", organizations=["system:masters"], client=True
@@ -284,7 +287,9 @@ class ControlPlane:
         )
 
     def _start_apiserver(self) -> None:
-        args = apiserver_args(self.ports.etcd, self.ports.apiserver, self.pki)
+        args = apiserver_args(
+            self.ports.etcd, self.ports.apiserver, self.pki, self.advertise_address
+        )
         proc = self._spawn("kube-apiserver", args)
         proc.wait_until(
             lambda: self.api_get("/readyz")[0] == 200, self.start_timeout, "ready (/readyz)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kubernetes import client
@@ -11,6 +11,9 @@ from kubernetes import client
 from .binaries import Binaries
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
+from .node import NodeBinaries, RealNode, find_node_binaries
+from .node.host import node_ip
+from .node.join import join
 from .nodes import api_client, create_nodes, wait_nodes_ready
 from .pools import node_manifests, pools
 
@@ -22,6 +25,11 @@ class ProvingGround:
 
     ``start()`` runs the stages in order and records how long each took in ``timings``;
     ``stop()`` (or leaving the ``with`` block) stops everything it started.
+
+    ``real_node=True`` also joins a real node (``provingground.node``: kubelet, containerd,
+    kube-proxy, CoreDNS; ``make node`` builds it) to the same API server, once the kwok nodes
+    are Ready, with the test image and ``node_images`` (OCI archives) imported; it raises
+    ``NodeBinariesMissingError`` at construction when the binaries are not built.
     """
 
     def __init__(
@@ -31,8 +39,15 @@ class ProvingGround:
         sizes: Mapping[str, int] | None = None,
         dask_operator: bool = True,
         binaries: Binaries | None = None,
+        real_node: bool = False,
+        node_images: Sequence[Path] = (),
     ) -> None:
-        self.control_plane = ControlPlane(run_dir, binaries=binaries)
+        self.node_binaries: NodeBinaries | None = find_node_binaries() if real_node else None
+        self.control_plane = ControlPlane(
+            run_dir, binaries=binaries, advertise_address=node_ip() if real_node else None
+        )
+        self.node_images = list(node_images)
+        self.real_node: RealNode | None = None
         self.sizes = dict(sizes or {})
         self.with_dask_operator = dask_operator
         self.dask_operator: DaskOperator | None = None
@@ -51,6 +66,10 @@ class ProvingGround:
             create_nodes(self.api, node_manifests(self.sizes))
             wait_nodes_ready(self.api, expected)
             self.timings["nodes ready"] = time.monotonic() - t0
+            if self.node_binaries is not None:
+                images = [self.node_binaries.test_image, *self.node_images]
+                self.real_node = join(cp, self.node_binaries, images=images).start()
+                self.timings["real node ready"] = time.monotonic() - t0
             if self.with_dask_operator:
                 install_crds(cp.kubectl)
                 self.dask_operator = DaskOperator(cp.kubeconfig, cp.logs, env=cp.env).start()
@@ -61,9 +80,11 @@ class ProvingGround:
         return self
 
     def stop(self) -> None:
-        """Stop the operator, then the control plane."""
+        """Stop the operator, the real node (removing its host state), then the control plane."""
         if self.dask_operator is not None:
             self.dask_operator.stop()
+        if self.real_node is not None:
+            self.real_node.stop()
         if self.api is not None:
             self.api.close()
             self.api = None

@@ -36,9 +36,21 @@ demo-down: ## Stop anything an interrupted `make demo` left running
 proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up until Ctrl-C
 	$(BIN)/python -m provingground.up
 
+.PHONY: node
+node: $(STAMP) ## Build (warm Go cache: minutes) or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS)
+	@$(PG_DIR)/node/host-packages.sh
+	@d="$$($(BIN)/python -m provingground.node.binaries)" && \
+	  { [ -s "$$d/images/busybox.tar" ] || $(BIN)/python -m provingground.node.testimage "$$d/images/busybox.tar"; } && \
+	  $(PG_DIR)/node/build.sh --node "$$d"
+
+.PHONY: ground
+ground: $(STAMP) controlplane node ## The proving ground with the real node joined, until Ctrl-C
+	$(BIN)/python -m provingground.up --real-node
+
 .PHONY: gpunode
 gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, images, manifests) into .gpunode/
-	$(PG_DIR)/gpunode/build.sh .gpunode
-	$(BIN)/python -m provingground.gpunode.payload .gpunode/payload .gpunode/bin/pause
-	$(PG_DIR)/gpunode/wheels.sh .gpunode/wheels
-	$(PG_DIR)/gpunode/operator_site.sh .gpunode/site
+	@$(PG_DIR)/node/host-packages.sh
+	$(PG_DIR)/node/build.sh .gpunode
+	$(BIN)/python -m provingground.node.payload .gpunode/payload .gpunode/bin/pause
+	$(PG_DIR)/node/wheels.sh .gpunode/wheels
+	$(PG_DIR)/node/operator_site.sh .gpunode/site

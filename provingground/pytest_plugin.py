@@ -24,6 +24,9 @@ from kubernetes import client
 from .binaries import Binaries, BinariesMissingError, StaleCacheError, find_binaries
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
+from .node import NodeBinariesMissingError, RealNode, find_node_binaries
+from .node.host import reachable_address
+from .node.join import join
 from .nodes import api_client, create_nodes, wait_nodes_ready
 from .pools import node_manifests, pools
 from .process import log_tail
@@ -106,7 +109,13 @@ def cluster(
         api.close()
         return
     bins = _binaries_or_skip()
-    cp = ControlPlane(tmp_path_factory.mktemp("proving-ground"), binaries=bins)
+    # An address pods can reach, so a real node's pods (the real_node fixture) reach the API
+    # server through the kubernetes Service; None on a loopback-only host.
+    cp = ControlPlane(
+        tmp_path_factory.mktemp("proving-ground"),
+        binaries=bins,
+        advertise_address=reachable_address(),
+    )
     request.config.stash[_CP_KEY] = cp
     with cp:
         api = api_client(cp.kubeconfig)
@@ -137,6 +146,29 @@ def dask_operator(cluster: E2ECluster) -> Iterator[DaskOperator]:
     install_crds(cluster.kubectl)
     with DaskOperator(cluster.kubeconfig, cluster.log_dir, env=cluster.env) as operator:
         yield operator
+
+
+@pytest.fixture(scope="session")
+def real_node(cluster: E2ECluster) -> Iterator[RealNode]:
+    """A real node (kubelet, containerd, kube-proxy, CoreDNS) joined to the proving ground.
+
+    Its name is ``provingground.node.join.REAL_NODE_NAME``; select it with
+    ``nodeSelector: REAL_NODE_SELECTOR``. The test image (``localhost/node/busybox:test``) is
+    imported; import more with ``real_node.import_images([archive, ...])``. Skipped (never
+    failed) when ``make node`` has not built the binaries, or on an external cluster.
+    """
+    cp = cluster.control_plane
+    if cp is None:
+        pytest.skip("The real node joins the proving ground only, not an external cluster")
+    try:
+        binaries = find_node_binaries()
+    except NodeBinariesMissingError as exc:
+        pytest.skip(str(exc))
+    if cp.advertise_address is None:
+        pytest.skip("The real node needs a non-loopback IPv4 address on this host")
+    node = join(cp, binaries, images=[binaries.test_image])
+    with node:
+        yield node
 
 
 @pytest.fixture

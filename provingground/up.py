@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .binaries import BinariesMissingError, StaleCacheError
 from .ground import ProvingGround
+from .node import NodeBinariesMissingError
 from .process import ComponentError
 
 __all__ = ["main"]
@@ -23,12 +24,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make proving-ground")
     parser.add_argument("--run-dir", type=Path, default=REPO / ".run" / "proving-ground")
     parser.add_argument("--no-dask-operator", action="store_true")
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also join a real node (kubelet, containerd; `make node` builds it)",
+    )
     args = parser.parse_args(argv)
     if args.run_dir.exists():
         shutil.rmtree(args.run_dir)
     try:
-        ground = ProvingGround(args.run_dir, dask_operator=not args.no_dask_operator).start()
-    except (BinariesMissingError, StaleCacheError, ComponentError, TimeoutError) as exc:
+        ground = ProvingGround(
+            args.run_dir, dask_operator=not args.no_dask_operator, real_node=args.real_node
+        ).start()
+    except (
+        BinariesMissingError,
+        StaleCacheError,
+        NodeBinariesMissingError,
+        ComponentError,
+        TimeoutError,
+    ) as exc:
         print(f"proving-ground: {exc}", file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -36,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Ready in {ground.timings}. In another shell:")
     print(f"  export KUBECONFIG={cp.kubeconfig}")
     print(f"  {cp.binaries.kubectl} get nodes -L nvidia.com/gpu.product")
+    if ground.real_node is not None:
+        print(f"  real node {ground.real_node.name}: logs in {ground.real_node.logs}")
     print(f"Logs: {cp.logs}. Ctrl-C stops everything.", flush=True)
     try:
         signal.pause()

@@ -1,4 +1,4 @@
-module dask-gpu-parity/gpunode-containerd
+module dask-gpu-parity/node-containerd
 
 go 1.26.6
 

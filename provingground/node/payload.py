@@ -3,7 +3,7 @@
 Run here (it needs ``cryptography``, ``dask-kubernetes`` and ``dask-gpu-parity`` from the dev
 environment); the GPU machine has none of them, and gets the result as files:
 
-    python -m provingground.gpunode.payload .gpunode/payload
+    python -m provingground.node.payload .gpunode/payload
 
 Writes into that folder:
 
@@ -37,8 +37,8 @@ from typing import Any
 import yaml
 
 from provingground.cluster import APISERVER_NAMES
-from provingground.gpunode import ociimage
 from provingground.kubeconfig import write_kubeconfig
+from provingground.node import ociimage
 from provingground.parity import webhook_config
 from provingground.pki import CertificateAuthority, write_key
 
@@ -224,7 +224,7 @@ def prepare(out: Path, pause_binary: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m provingground.gpunode.payload OUT [PAUSE_BINARY]``."""
+    """``python -m provingground.node.payload OUT [PAUSE_BINARY]``."""
     args = list(sys.argv[1:] if argv is None else argv)
     out = Path(args[0] if args else ".gpunode/payload")
     pause = Path(args[1] if len(args) > 1 else ".gpunode/bin/pause")

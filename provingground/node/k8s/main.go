@@ -1,7 +1,7 @@
-// Command k8s is one multi-call binary for the GPU node (provingground/gpunode/README.md):
-// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl, each the
+// Command k8s is one multi-call binary for the real node (provingground/node/, benchmarks/gpu/node/README.md):
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl, each the
 // upstream command of k8s.io/kubernetes (and go.etcd.io/etcd/server/v3) linked unchanged, as k3s
-// does. One binary shares the Go runtime, client-go and apimachinery between the six, so it is
+// does. One binary shares the Go runtime, client-go and apimachinery between the seven, so it is
 // about a third of their separate sizes: what is sent to the GPU machine per call is limited.
 //
 // It dispatches on the name it was started as (copy or hard-link it to kubelet, kubectl, ...;
@@ -29,19 +29,21 @@ import (
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 // Each entry is the body of that command's upstream main().
 var commands = map[string]func() int{
-	"etcd": func() int { etcdmain.Main(os.Args); return 0 },
+	"etcd":           func() int { etcdmain.Main(os.Args); return 0 },
 	"kube-apiserver": func() int { return cli.Run(apiserver.NewAPIServerCommand()) },
 	"kube-controller-manager": func() int {
 		return cli.Run(controllermanager.NewControllerManagerCommand())
 	},
 	"kube-scheduler": func() int { return cli.Run(scheduler.NewSchedulerCommand()) },
 	"kubelet":        func() int { return cli.Run(kubelet.NewKubeletCommand(context.Background())) },
+	"kube-proxy":     func() int { return cli.Run(proxy.NewProxyCommand()) },
 	"kubectl": func() int {
 		logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) //nolint:errcheck
 		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {

@@ -1,4 +1,4 @@
-module dask-gpu-parity/gpunode-deviceplugin
+module dask-gpu-parity/node-deviceplugin
 
 go 1.25.0
 

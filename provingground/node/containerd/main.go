@@ -1,4 +1,4 @@
-// Command containerd is containerd and ctr in one binary (provingground/gpunode/build.sh): the
+// Command containerd is containerd and ctr in one binary (provingground/node/build.sh): the
 // upstream commands of github.com/containerd/containerd/v2, linked unchanged, sharing one copy of
 // the client, gRPC and protobuf code, so less has to be sent to the GPU machine. It dispatches on
 // the name it was started as (copy or hard-link it to ctr), or on its first argument.

@@ -1,7 +1,7 @@
 /* pause: the pod sandbox's one process, as registry.k8s.io/pause's: it holds the pod's
  * namespaces, reaps orphaned children (it is PID 1 when the pod shares its PID namespace) and
  * exits on SIGINT or SIGTERM. Built static (gcc -Os -static -s) into the image
- * localhost/gpunode/pause (provingground/gpunode/README.md). */
+ * localhost/gpunode/pause (benchmarks/gpu/node/README.md). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@ static void on_child(int sig) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "-v") == 0) {
-    puts("pause (dask-gpu-parity gpunode)");
+    puts("pause (dask-gpu-parity node)");
     return 0;
   }
   if (getpid() != 1) {

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Build everything a one-node GPU cluster needs, from Go modules, for the GPU machine
-# (provingground/gpunode/README.md):
-#   build.sh DEST        (e.g. .gpunode; `make gpunode` passes it)
+# Build a real node's binaries from Go modules (provingground/node/, docs/proving-ground.md):
+#   build.sh --node DEST   the proving ground's node (`make node`): no GPU parts, no bundle
+#   build.sh DEST          the GPU node for the GPU machine (`make gpunode`, DEST .gpunode)
 # DEST/bin/   the binaries, stripped:  k8s (multi-call: etcd kube-apiserver kube-controller-manager
-#             kube-scheduler kubelet kubectl), containerd (multi-call: containerd ctr),
-#             containerd-shim-runc-v2, runc,
-#             CNI plugins (bridge host-local loopback), nvidia-device-plugin, nvidia-ctk (also
-#             the CDI hook: `nvidia-ctk hook ...`), pause
-# DEST/bundle/{k8s,rest}.tar.xz   DEST/bin in two xz archives: what is carried to the machine
-# DEST/MANIFEST   versions, sizes and sha256 of each binary
+#             kube-scheduler kubelet kube-proxy kubectl), containerd (multi-call: containerd ctr),
+#             containerd-shim-runc-v2, runc, CNI plugins (bridge host-local loopback), coredns,
+#             pause; for the GPU node also nvidia-device-plugin, nvidia-ctk (also the CDI hook:
+#             `nvidia-ctk hook ...`)
+# DEST/bundle/{k8s,rest}.tar.xz   (GPU node) DEST/bin in two xz archives: what is carried there
+# DEST/MANIFEST   versions, sizes and sha256 of each binary (written last)
 # Each binary is rebuilt only when missing (delete DEST/bin/NAME, or DEST, to rebuild).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+GPU=1
+if [[ "${1:-}" == "--node" ]]; then
+  GPU=0
+  shift
+fi
 DEST="$(mkdir -p "${1:?usage: build.sh DEST}" && cd "$1" && pwd)"
 # shellcheck source=../tools/versions.env
 source "$here/../tools/versions.env"
@@ -28,7 +33,7 @@ say() { echo "+ $* ($(date +%T))"; }
 K="$K8S_VERSION"
 MINOR="$(cut -d. -f2 <<<"${K#v}")"
 if need k8s; then
-  say "k8s multi-call $K (etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)"
+  say "k8s multi-call $K (etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)"
   (cd "$here/k8s" && CGO_ENABLED=0 go build -p "$JOBS" -o "$BIN/k8s" -ldflags "-s -w \
     -X k8s.io/component-base/version.gitVersion=$K -X k8s.io/component-base/version.gitMajor=1 \
     -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean \
@@ -73,6 +78,38 @@ for p in main/bridge main/loopback ipam/host-local; do
   install 0 "$(basename "$p")" "github.com/containernetworking/plugins/plugins/$p@$CNI_PLUGINS_VERSION" \
     "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS_VERSION"
 done
+# CoreDNS with the plugins the cluster DNS uses (coredns/main.go), from its wrapper module.
+if need coredns; then
+  say "coredns $COREDNS_VERSION"
+  (cd "$here/coredns" &&
+    [[ "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)" == "$COREDNS_VERSION" ]] &&
+    CGO_ENABLED=0 go build -p "$JOBS" -o "$BIN/coredns" \
+      -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" .)
+fi
+if need pause; then
+  say "pause (static C, like registry.k8s.io/pause)"
+  gcc -Os -static -s -o "$BIN/pause" "$here/pause/pause.c"
+fi
+manifest() {
+  {
+    echo "k8s=$K8S_VERSION containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION cni=$CNI_PLUGINS_VERSION" \
+      "coredns=$COREDNS_VERSION" \
+      "$( ((GPU)) && echo "device-plugin=$DEVICE_PLUGIN_VERSION nvidia-ctk=$NVIDIA_CTK_VERSION")"
+    echo "etcd $(cd "$here/k8s" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
+    echo "built $(date -u +%FT%TZ) with $(go version | cut -d' ' -f3) on $(nproc) cores"
+    (cd "$BIN" && for f in "$@"; do
+      printf '%10d  %s  %s\n' "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" "$f"
+    done)
+  } >"$DEST/MANIFEST.partial"
+}
+if ((!GPU)); then
+  manifest k8s containerd containerd-shim-runc-v2 runc bridge host-local loopback coredns pause
+  mv "$DEST/MANIFEST.partial" "$DEST/MANIFEST"
+  cat "$DEST/MANIFEST"
+  echo "node: done in $(($(date +%s) - start))s -> $DEST"
+  exit 0
+fi
+
 # go-nvml binds libnvidia-ml.so.1 with dlopen: cgo, and lazy binding as NVIDIA's own Makefiles do.
 # The device plugin from its wrapper module (deviceplugin/tools.go says why not go install).
 DP=github.com/NVIDIA/k8s-device-plugin
@@ -87,18 +124,14 @@ fi
 TK=github.com/NVIDIA/nvidia-container-toolkit
 install 1 nvidia-ctk "$TK/cmd/nvidia-ctk@$NVIDIA_CTK_VERSION" \
   "-extldflags=-Wl,-z,lazy -X $TK/internal/info.version=${NVIDIA_CTK_VERSION#v}"
-if need pause; then
-  say "pause (static C, like registry.k8s.io/pause)"
-  gcc -Os -static -s -o "$BIN/pause" "$here/pause/pause.c"
-fi
 
 # Two xz archives, made in parallel: the multi-call k8s binary alone (kept while k8s is not
 # rebuilt), and the rest in one stream whose dictionary holds them all, so the Go runtime, gRPC,
 # protobuf and client-go code they share is stored once. Similar binaries sit next to each other.
 say "bundle"
-REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback pause"
+REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback coredns pause"
 B="$DEST/bundle"
-rm -f "$B"/*.partial "$B/gpunode.tar.xz"
+rm -f "$B"/*.partial
 pids=()
 if [[ ! -s "$B/k8s.tar.xz" || "$BIN/k8s" -nt "$B/k8s.tar.xz" ]]; then
   (tar -C "$BIN" -cf - k8s | xz -T1 -6 >"$B/k8s.tar.xz.partial" && mv "$B/k8s.tar.xz.partial" "$B/k8s.tar.xz") &
@@ -109,15 +142,10 @@ fi
 pids+=($!)
 for pid in "${pids[@]}"; do wait "$pid"; done
 echo "k8s $REST" | tr ' ' '\n' >"$B/FILES"
-{
-  echo "k8s=$K8S_VERSION containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION cni=$CNI_PLUGINS_VERSION" \
-    "device-plugin=$DEVICE_PLUGIN_VERSION nvidia-ctk=$NVIDIA_CTK_VERSION"
-  echo "etcd $(cd "$here/k8s" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
-  echo "built $(date -u +%FT%TZ) with $(go version | cut -d' ' -f3) on $(nproc) cores"
-  (cd "$BIN" && for f in $(cat "$DEST/bundle/FILES"); do
-    printf '%10d  %s  %s\n' "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" "$f"
-  done)
-  (cd "$B" && for f in k8s.tar.xz rest.tar.xz; do printf '%10d  bundle/%s\n' "$(stat -c %s "$f")" "$f"; done)
-} >"$DEST/MANIFEST"
+# shellcheck disable=SC2046  # one word per file
+manifest $(cat "$B/FILES")
+(cd "$B" && for f in k8s.tar.xz rest.tar.xz; do printf '%10d  bundle/%s\n' "$(stat -c %s "$f")" "$f"; done) \
+  >>"$DEST/MANIFEST.partial"
+mv "$DEST/MANIFEST.partial" "$DEST/MANIFEST"
 cat "$DEST/MANIFEST"
 echo "gpunode: done in $(($(date +%s) - start))s -> $DEST"

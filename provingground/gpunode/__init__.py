@@ -1,1 +1,0 @@
-"""The GPU node: a one-node cluster on a real GPU machine (benchmarks/gpu/node/README.md)."""

@@ -1,0 +1,23 @@
+"""A real Kubernetes node (kubelet, containerd, runc, CNI bridge, kube-proxy, CoreDNS).
+
+One harness for the proving ground's real node on this machine and for the GPU node on the
+GPU machine (``benchmarks/gpu/node/``: the same node plus the NVIDIA device plugin). The
+binaries are built from Go modules by ``build.sh`` (``make node``, ``make gpunode``); see
+docs/proving-ground.md. The modules here need only the standard library, except ``join``
+(the proving ground's PKI).
+"""
+
+from .binaries import NodeBinaries, NodeBinariesMissingError, find_node_binaries, node_bin_dir
+from .configs import CLUSTER_DOMAIN, PAUSE_IMAGE, NodeSpec
+from .harness import RealNode
+
+__all__ = [
+    "CLUSTER_DOMAIN",
+    "PAUSE_IMAGE",
+    "NodeBinaries",
+    "NodeBinariesMissingError",
+    "NodeSpec",
+    "RealNode",
+    "find_node_binaries",
+    "node_bin_dir",
+]

@@ -1,0 +1,92 @@
+"""Where ``make node`` puts the real node's binaries, and whether they are all there.
+
+The folder is outside the clone (as the control plane's), named after a hash of everything
+the build reads (``build.sh``, the pins, the Go modules' sources), so a fresh clone on the
+same machine reuses it and any change to those files builds into a new folder:
+``$DGP_CACHE/node/<hash>/``; ``DGP_NODE_BIN`` overrides it.
+
+    python -m provingground.node.binaries     # prints the folder (the Makefile asks)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "NODE_BINARIES",
+    "NodeBinaries",
+    "NodeBinariesMissingError",
+    "find_node_binaries",
+    "node_bin_dir",
+]
+
+HERE = Path(__file__).resolve().parent
+NODE_BINARIES = (
+    "k8s",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "runc",
+    "bridge",
+    "host-local",
+    "loopback",
+    "coredns",
+    "pause",
+)
+_SOURCES = ("build.sh", "versions.env", "k8s", "containerd", "coredns", "pause", "testimage.py")
+HINT = "run `make node` (warm Go cache: minutes; see docs/proving-ground.md)"
+
+
+class NodeBinariesMissingError(RuntimeError):
+    """The real node's binaries are not built on this machine."""
+
+
+def _key() -> str:
+    sha = hashlib.sha256()
+    files = [HERE.parent / "tools/versions.env"]
+    for name in _SOURCES:
+        path = HERE / name
+        files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for path in files:
+        sha.update(str(path.relative_to(HERE.parent)).encode() + b"\0" + path.read_bytes())
+    return sha.hexdigest()[:12]
+
+
+def node_bin_dir() -> Path:
+    """The folder of this checkout's node binaries (``DGP_NODE_BIN`` overrides)."""
+    if explicit := os.environ.get("DGP_NODE_BIN"):
+        return Path(explicit)
+    cache = os.environ.get("DGP_CACHE") or str(Path.home() / ".cache" / "dask-gpu-parity")
+    return Path(cache) / "node" / _key() / "bin"
+
+
+@dataclass(frozen=True)
+class NodeBinaries:
+    """One complete set of node binaries, and the test image ``make node`` makes beside them."""
+
+    root: Path
+
+    @property
+    def test_image(self) -> Path:
+        """The busybox OCI archive (``localhost/node/busybox:test``, see ``testimage.py``)."""
+        return self.root.parent / "images" / "busybox.tar"
+
+
+def find_node_binaries(root: Path | None = None) -> NodeBinaries:
+    """The node binaries, or raise ``NodeBinariesMissingError`` saying how to build them."""
+    root = root or node_bin_dir()
+    missing = [n for n in NODE_BINARIES if not os.access(root / n, os.X_OK)]
+    if not NodeBinaries(root).test_image.is_file():
+        missing.append("images/busybox.tar")
+    if missing or not (root.parent / "MANIFEST").is_file():
+        what = ", ".join(missing) if missing else "MANIFEST (an interrupted build?)"
+        raise NodeBinariesMissingError(f"Real-node binaries not built in {root} ({what}): {HINT}")
+    return NodeBinaries(root)
+
+
+if __name__ == "__main__":
+    print(node_bin_dir().parent)
+    sys.exit(0)
