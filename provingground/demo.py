@@ -31,7 +31,7 @@ from .manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
 from .parity import ParityOperator
 from .placement import PodPlacement, format_table, placements, wait_for_placements
 from .process import ComponentError
-from .realnode import real_node_ground
+from .realnode import built_images, real_node_ground
 
 __all__ = ["Hook", "main", "run"]
 
@@ -161,7 +161,7 @@ def run(
     t0 = time.monotonic()
     failures = 0
     if installed:
-        ground = real_node_ground(run_dir, find_binaries())
+        ground = real_node_ground(run_dir, find_binaries(), built_images())
     else:
         ground = ProvingGround(run_dir, sizes=sizes)
     with ground:

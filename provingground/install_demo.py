@@ -161,7 +161,7 @@ def install_hooks(run_dir: Path) -> list[Callable[[ProvingGround], None]]:
     """
     try:
         images = built_images()
-        real_node_ground(run_dir, find_binaries())  # raises when the node cannot start here
+        real_node_ground(run_dir, find_binaries(), images)  # raises when the node is not built
     except (ImagesMissingError, NodeMissingError) as exc:
         _say(f"demo: kwok-only ground, operators on the host: {exc}")
         return []

@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     images = built_images()
     suite = prepare(args.run_dir / "suite")
     results: dict[str, dict[str, str]] = {}
-    with real_node_ground(args.run_dir / "ground", bins, sizes={"cpu": 0}) as ground:
+    with real_node_ground(args.run_dir / "ground", bins, images, sizes={"cpu": 0}) as ground:
         cp = ground.control_plane
         node = getattr(ground, "real_node")  # noqa: B009  # the node harness of this tree
         node.ctr("images", "tag", images.dask, "docker.io/library/dask-kubernetes:dev")

@@ -9,7 +9,6 @@ raises one error that says what to build when its part is missing.
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ class BuiltImages:
         dask_operator: The dask-kubernetes operator's image.
         dask: The CPU Dask image for schedulers and workers on the real node.
         digests: Reference -> the ``sha256:...`` digests that identify it (its manifest's).
+        archives: The OCI archives, imported into the real node's containerd.
     """
 
     operator: str
@@ -57,6 +57,7 @@ class BuiltImages:
     dask_operator: str
     dask: str
     digests: dict[str, frozenset[str]] = field(default_factory=dict)
+    archives: tuple[Path, ...] = ()
 
     def matches(self, reference: str, image_id: str) -> bool:
         """Whether a container status's ``imageID`` is the built image of ``reference``."""
@@ -83,26 +84,37 @@ def built_images(path: Path = IMAGES_JSON) -> BuiltImages:
     missing = [w for w in ("operator", "probe", "dask-operator", "dask") if w not in refs]
     if missing:
         raise ImagesMissingError(f"{path} has no {', '.join(missing)} image: {IMAGES_HINT}")
+    archives = tuple(Path(e.archive) for e in entries.values())
     return BuiltImages(
-        refs["operator"], refs["probe"], refs["dask-operator"], refs["dask"], digests
+        refs["operator"], refs["probe"], refs["dask-operator"], refs["dask"], digests, archives
     )
 
 
 def real_node_ground(
-    run_dir: Path, binaries: Binaries, sizes: Mapping[str, int] | None = None
+    run_dir: Path,
+    binaries: Binaries,
+    images: BuiltImages | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> ProvingGround:
-    """A proving ground with the real node and the kwok pools, without the host dask operator.
+    """A proving ground with the real node (``images`` imported into it), no host dask operator.
 
     Raises:
-        NodeMissingError: this tree's ProvingGround has no real node, or its binaries are absent.
+        NodeMissingError: the real node's binaries are not built (``make node``).
     """
-    if "real_node" not in inspect.signature(ProvingGround).parameters:
-        raise NodeMissingError(
-            "This tree's ProvingGround has no real node (provingground/node/): the install "
-            "tests need a node that runs containers"
+    from .node import NodeBinariesMissingError  # noqa: PLC0415  # the node is optional
+
+    archives = list(images.archives) if images else []
+    try:
+        return ProvingGround(
+            run_dir,
+            sizes=sizes,
+            dask_operator=False,
+            binaries=binaries,
+            real_node=True,
+            node_images=archives,
         )
-    kwargs = {"real_node": True, "dask_operator": False, "binaries": binaries, "sizes": sizes}
-    return ProvingGround(run_dir, **kwargs)  # type: ignore[arg-type]
+    except NodeBinariesMissingError as exc:
+        raise NodeMissingError(str(exc)) from exc
 
 
 def real_node_name(ground: ProvingGround) -> str:

@@ -60,7 +60,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledGro
     try:
         bins = find_binaries()
         images = built_images()
-        ground = real_node_ground(tmp_path_factory.mktemp("install-ground"), bins)
+        ground = real_node_ground(tmp_path_factory.mktemp("install-ground"), bins, images)
     except (BinariesMissingError, StaleCacheError, ImagesMissingError, NodeMissingError) as exc:
         _missing(str(exc))
         raise  # unreachable: _missing skips or fails
