@@ -6,7 +6,11 @@
 # `operator` extra) into a virtual environment from prebuilt wheels only, so the image has no
 # compilers, no build tools and no source tree. tests/chart/test_dockerfile.py runs the same
 # pip commands in a fresh venv, and lints this file with hadolint.
-FROM python:3.12-slim-bookworm AS build
+#
+# PYTHON_VERSION picks the python:<version>-slim-bookworm base; `make images` builds with the
+# Python of its stand-in base made from Debian bookworm's packages (3.11).
+ARG PYTHON_VERSION=3.12
+FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
@@ -33,7 +37,7 @@ USER 65532:65532
 CMD ["cp", "/probe.py", "/gpu-parity/probe.py"]
 
 # The operator image, the default target: `docker build -t dask-gpu-parity .`
-FROM python:3.12-slim-bookworm
+FROM python:${PYTHON_VERSION}-slim-bookworm
 LABEL org.opencontainers.image.title="dask-gpu-parity" \
       org.opencontainers.image.description="Make the Dask scheduler match its GPU workers on Kubernetes" \
       org.opencontainers.image.licenses="Apache-2.0"

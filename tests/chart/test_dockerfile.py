@@ -28,8 +28,12 @@ DOCKERFILE = REPO / "Dockerfile"
 
 
 def _instructions() -> list[list[tuple[str, str]]]:
-    """(instruction, arguments) per stage, continuation lines joined, comments dropped."""
+    """(instruction, arguments) per stage, continuation lines joined, comments dropped.
+
+    Global ARGs (before the first FROM) are left out; their defaults are substituted in FROM.
+    """
     stages: list[list[tuple[str, str]]] = []
+    global_args: dict[str, str] = {}
     logical = ""
     for raw in DOCKERFILE.read_text().splitlines():
         if raw.lstrip().startswith("#") and not logical:
@@ -38,8 +42,15 @@ def _instructions() -> list[list[tuple[str, str]]]:
         if raw.endswith("\\") or not logical:
             continue
         word, _, rest = logical.partition(" ")
+        if word.upper() == "ARG" and not stages:
+            key, _, default = rest.strip().partition("=")
+            global_args[key] = default
+            logical = ""
+            continue
         if word.upper() == "FROM":
             stages.append([])
+            for key, default in global_args.items():
+                rest = rest.replace("${" + key + "}", default)
         stages[-1].append((word.upper(), rest.strip()))
         logical = ""
     return stages
