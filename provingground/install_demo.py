@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ def compute_through(
         (the scheduler address used, the result, the workers the scheduler reports).
     """
     from distributed import Client  # noqa: PLC0415  # heavy; only the demo and tests need it
+    from distributed.versions import VersionMismatchWarning  # noqa: PLC0415  # as Client
 
     deadline = time.monotonic() + timeout
     while len(_ready_pods(kubectl, namespace, name)) < workers + 1:
@@ -106,10 +108,18 @@ def compute_through(
         kubectl("get", "service", f"{name}-scheduler", "-n", namespace, "-o", "json").stdout
     )
     address = f"tcp://{service['spec']['clusterIP']}:8786"
-    with Client(address, timeout="60s") as client:
-        client.wait_for_workers(workers, timeout=max(deadline - time.monotonic(), 30))
-        result = int(client.submit(sum, [1, 2, 3]).result(timeout=60))
-        count = len(client.scheduler_info()["workers"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VersionMismatchWarning)
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(workers, timeout=max(deadline - time.monotonic(), 30))
+            result = int(client.submit(sum, [1, 2, 3]).result(timeout=60))
+            count = len(client.scheduler_info()["workers"])
+    for warning in caught:
+        # The image's Python is Debian's 3.11.2, this process's may be another 3.11 patch
+        # release: distributed warns about that; any other package that differs is an error.
+        rows = [r for r in str(warning.message).splitlines() if r.startswith("| ")][1:]
+        if [r for r in rows if not r.startswith("| python ")]:
+            raise RuntimeError(f"Dask versions differ from the image's: {warning.message}")
     return address, result, count
 
 

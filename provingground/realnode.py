@@ -48,7 +48,7 @@ class BuiltImages:
         probe: The probe image (the chart's default policy's verifier image).
         dask_operator: The dask-kubernetes operator's image.
         dask: The CPU Dask image for schedulers and workers on the real node.
-        digests: Reference -> the ``sha256:...`` digests that identify it (its manifest's).
+        digests: Reference -> the ``sha256:...`` digests that identify it (manifest, config).
         archives: The OCI archives, imported into the real node's containerd.
     """
 
@@ -80,7 +80,15 @@ def built_images(path: Path = IMAGES_JSON) -> BuiltImages:
     except images.CatalogError as exc:
         raise ImagesMissingError(str(exc)) from exc
     refs = {str(name): str(entry.reference) for name, entry in entries.items()}
-    digests = {str(e.reference): frozenset({str(e.digest)}) for e in entries.values()}
+    # A runtime reports an image imported by tag by its ID (the config's digest), a pulled one by
+    # repo@<manifest digest>: either identifies the built image.
+    oci = importlib.import_module("provingground.images.oci")
+    digests = {
+        str(e.reference): frozenset(
+            {str(e.digest), str(oci.read_archive(e.archive).manifest["config"]["digest"])}
+        )
+        for e in entries.values()
+    }
     missing = [w for w in ("operator", "probe", "dask-operator", "dask") if w not in refs]
     if missing:
         raise ImagesMissingError(f"{path} has no {', '.join(missing)} image: {IMAGES_HINT}")
