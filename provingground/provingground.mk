@@ -39,7 +39,7 @@ proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up
 .PHONY: node
 node: $(STAMP) ## Build (warm Go cache: minutes) or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS)
 	@$(PG_DIR)/node/host-packages.sh
-	@d="$$($(BIN)/python -m provingground.node.binaries)" && \
+	@d="$$($(BIN)/python -c 'from provingground.node import node_dir; print(node_dir())')" && \
 	  { [ -s "$$d/images/busybox.tar" ] || $(BIN)/python -m provingground.node.testimage "$$d/images/busybox.tar"; } && \
 	  $(PG_DIR)/node/build.sh --node "$$d"
 

@@ -7,7 +7,13 @@ docs/proving-ground.md. The modules here need only the standard library, except 
 (the proving ground's PKI).
 """
 
-from .binaries import NodeBinaries, NodeBinariesMissingError, find_node_binaries, node_bin_dir
+from .binaries import (
+    NodeBinaries,
+    NodeBinariesMissingError,
+    find_node_binaries,
+    node_bin_dir,
+    node_dir,
+)
 from .configs import CLUSTER_DOMAIN, PAUSE_IMAGE, NodeSpec
 from .harness import RealNode
 
@@ -20,4 +26,5 @@ __all__ = [
     "RealNode",
     "find_node_binaries",
     "node_bin_dir",
+    "node_dir",
 ]

@@ -5,14 +5,13 @@ the build reads (``build.sh``, the pins, the Go modules' sources), so a fresh cl
 same machine reuses it and any change to those files builds into a new folder:
 ``$DGP_CACHE/node/<hash>/``; ``DGP_NODE_BIN`` overrides it.
 
-    python -m provingground.node.binaries     # prints the folder (the Makefile asks)
+    python -c 'from provingground.node import node_dir; print(node_dir())'   # as make does
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ __all__ = [
     "NodeBinariesMissingError",
     "find_node_binaries",
     "node_bin_dir",
+    "node_dir",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -55,12 +55,17 @@ def _key() -> str:
     return sha.hexdigest()[:12]
 
 
+def node_dir() -> Path:
+    """The folder ``make node`` builds into: ``bin/``, ``images/``, ``MANIFEST``."""
+    cache = os.environ.get("DGP_CACHE") or str(Path.home() / ".cache" / "dask-gpu-parity")
+    return Path(cache) / "node" / _key()
+
+
 def node_bin_dir() -> Path:
     """The folder of this checkout's node binaries (``DGP_NODE_BIN`` overrides)."""
     if explicit := os.environ.get("DGP_NODE_BIN"):
         return Path(explicit)
-    cache = os.environ.get("DGP_CACHE") or str(Path.home() / ".cache" / "dask-gpu-parity")
-    return Path(cache) / "node" / _key() / "bin"
+    return node_dir() / "bin"
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,3 @@ def find_node_binaries(root: Path | None = None) -> NodeBinaries:
         what = ", ".join(missing) if missing else "MANIFEST (an interrupted build?)"
         raise NodeBinariesMissingError(f"Real-node binaries not built in {root} ({what}): {HINT}")
     return NodeBinaries(root)
-
-
-if __name__ == "__main__":
-    print(node_bin_dir().parent)
-    sys.exit(0)

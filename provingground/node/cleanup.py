@@ -116,12 +116,29 @@ def _remove_kube_chains(tool: str) -> None:
             host.sh([tool, "-w", "-t", table, flag, chain])
 
 
+def _unmount_inside(root_id: list[int]) -> None:
+    """Unmount what lies inside the folder with this (device, inode), wherever it is now.
+
+    By identity, not path: a killed run's root may have been renamed since (pytest renames
+    old temporary folders to ``garbage-*`` before deleting them).
+    """
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+    for mount in sorted(mounts, key=len, reverse=True):
+        for parent in Path(mount.replace("\\040", " ")).parents:
+            with contextlib.suppress(OSError):
+                st = parent.stat()
+                if [st.st_dev, st.st_ino] == root_id:
+                    host.sh(["umount", "-l", str(Path(mount))], timeout=20)
+                    break
+
+
 def host_leftovers(spec: NodeSpec, bin_dir: Path) -> None:
     """Remove what an earlier node on this host left behind (call with the lock held)."""
-    with contextlib.suppress(FileNotFoundError, ValueError):
+    with contextlib.suppress(FileNotFoundError, ValueError, KeyError):
         state = json.loads(STATE_FILE.read_text())
         _kill_recorded(state.get("pids", []))
         _unmount_under(Path(state["root"]))
+        _unmount_inside(state["root_id"])
     _kill_cgroups()
     _proxy_cleanup(bin_dir)
     _remove_bridge(spec.bridge)
@@ -131,7 +148,9 @@ def host_leftovers(spec: NodeSpec, bin_dir: Path) -> None:
 def record(node: RealNode) -> None:
     """Write ``STATE_FILE``: the node's root and its processes (for a later ``host_leftovers``)."""
     pids = [[str(p.pid), p.argv[0]] for p in node.processes.values()]
-    STATE_FILE.write_text(json.dumps({"root": str(node.root), "pids": pids}))
+    st = node.root.stat()
+    state = {"root": str(node.root), "root_id": [st.st_dev, st.st_ino], "pids": pids}
+    STATE_FILE.write_text(json.dumps(state))
 
 
 def stop_node(node: RealNode) -> None:
