@@ -21,12 +21,16 @@ controlplane-clean: ## Delete this version's cached proving-ground binaries
 	rm -rf $(DGP_BIN) $(DGP_BIN).partial
 
 .PHONY: e2e
-e2e: $(STAMP) controlplane ## e2e tests and the proving ground's own tests (or any cluster: KUBECONFIG=...)
+e2e: $(STAMP) controlplane node images ## e2e tests (tests/e2e/install: helm install on the real node) and the proving ground's own
 	$(BIN)/pytest tests/e2e provingground/tests
 
 .PHONY: demo
-demo: $(STAMP) controlplane ## Proving ground + dask operator + examples/ GPU clusters: where Pods land
+demo: $(STAMP) controlplane node images ## helm install of both operators on the real node + examples/: where Pods land
 	$(BIN)/python -m provingground.demo
+
+.PHONY: peer-suite
+peer-suite: $(STAMP) controlplane node images ## dask-kubernetes' own operator tests on the ground, without and with our chart
+	$(BIN)/python -m provingground.peersuite
 
 .PHONY: demo-down
 demo-down: ## Stop anything an interrupted `make demo` left running
