@@ -104,6 +104,25 @@ def test_the_release_namespace_enforces_restricted_pod_security_and_has_a_pdb(in
     assert pdb["status"]["disruptionsAllowed"] == 1
 
 
+def test_the_service_sends_webhook_calls_to_the_ready_webhook_pods_only(installed):
+    slices = installed.kubectl(
+        "get", "endpointslices", "-n", NAMESPACE, "-l", f"kubernetes.io/service-name={RELEASE}",
+        "-o", "json",
+    )  # fmt: skip
+    ready = {
+        address
+        for s in json.loads(slices.stdout)["items"]
+        for e in s.get("endpoints") or []
+        if e["conditions"].get("ready")
+        for address in e["addresses"]
+    }
+    webhook = _pods(installed, NAMESPACE, "app.kubernetes.io/component=webhook")
+    drift = _pods(installed, NAMESPACE, "app.kubernetes.io/component=drift")
+    assert ready == {p["status"]["podIP"] for p in webhook}
+    assert len(ready) == 2
+    assert drift[0]["status"]["podIP"] not in ready
+
+
 def test_a_gpu_cluster_applied_with_kubectl_is_mutated_through_the_service(installed):
     configs = json.loads(
         installed.kubectl("get", "mutatingwebhookconfiguration", RELEASE, "-o", "json").stdout
