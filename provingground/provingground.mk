@@ -41,7 +41,7 @@ proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up
 	$(BIN)/python -m provingground.up
 
 .PHONY: node
-node: $(STAMP) ## Build (warm Go cache: minutes) or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS)
+node: $(STAMP) ## Build or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS); apt-installs libseccomp-dev iptables nftables iproute2 if missing
 	@$(PG_DIR)/node/host-packages.sh
 	@d="$$($(BIN)/python -c 'from provingground.node import node_dir; print(node_dir())')" && \
 	  { [ -s "$$d/images/busybox.tar" ] || $(BIN)/python -m provingground.node.testimage "$$d/images/busybox.tar"; } && \

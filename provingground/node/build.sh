@@ -79,7 +79,8 @@ for p in main/bridge main/loopback ipam/host-local; do
     "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS_VERSION"
 done
 # CoreDNS with the plugins the cluster DNS uses (coredns/main.go), from its wrapper module.
-if need coredns; then
+# Not for the GPU node: no iptables there, so no Services and no cluster DNS.
+if ((!GPU)) && need coredns; then
   say "coredns $COREDNS_VERSION"
   (cd "$here/coredns" &&
     [[ "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)" == "$COREDNS_VERSION" ]] &&
@@ -129,7 +130,7 @@ install 1 nvidia-ctk "$TK/cmd/nvidia-ctk@$NVIDIA_CTK_VERSION" \
 # rebuilt), and the rest in one stream whose dictionary holds them all, so the Go runtime, gRPC,
 # protobuf and client-go code they share is stored once. Similar binaries sit next to each other.
 say "bundle"
-REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback coredns pause"
+REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback pause"
 B="$DEST/bundle"
 rm -f "$B"/*.partial
 pids=()

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -80,7 +81,8 @@ def _kill_recorded(pids: list[list[str]]) -> None:
 
 
 def _remove_bridge(bridge: str) -> None:
-    if Path(f"/sys/class/net/{bridge}").exists():
+    # Without `ip` (the GPU machine) the bridge stays: that machine is not reused.
+    if Path(f"/sys/class/net/{bridge}").exists() and shutil.which("ip"):
         host.sh(["ip", "link", "delete", bridge], timeout=20)
 
 
@@ -167,6 +169,7 @@ def stop_node(node: RealNode) -> None:
     if node.spec.services:
         _proxy_cleanup(node.src_bin)
     _unmount_under(node.root)
+    _unmount_under(node.kubelet_root)
     _remove_bridge(node.spec.bridge)
     STATE_FILE.unlink(missing_ok=True)
 

@@ -33,6 +33,7 @@ class NodeSpec:
 
     ``services`` runs kube-proxy and CoreDNS (the cluster DNS at ``dns_ip``): it needs the
     iptables tools. ``cgroup_v1`` sets kubelet's ``failCgroupV1: false``; None detects it.
+    ``taints`` are registered by kubelet (the GPU node's ``nvidia.com/gpu``).
     """
 
     name: str = "real-node"
@@ -46,6 +47,9 @@ class NodeSpec:
     cgroup_v1: bool | None = None
     snapshotter: str = "overlayfs"
     max_pods: int = 30
+    # kubelet's --root-dir; "" is <root>/kubelet. The NVIDIA device plugin registers under
+    # /var/lib/kubelet/device-plugins/, so the GPU node keeps kubelet's default there.
+    kubelet_root: str = ""
 
 
 def containerd_config(

@@ -88,6 +88,11 @@ class RealNode:
         """The Node's name."""
         return self.spec.name
 
+    @property
+    def kubelet_root(self) -> Path:
+        """The ``--root-dir`` of kubelet (pods' volumes, the device plugins' sockets)."""
+        return Path(self.spec.kubelet_root) if self.spec.kubelet_root else self.root / "kubelet"
+
     # -- public helpers ---------------------------------------------------------------------
 
     def kubectl(self, *args: str, check: bool = True, timeout: float = 60) -> str:
@@ -232,7 +237,7 @@ class RealNode:
                 str(self.bin / "kubelet"),
                 f"--config={cfg}",
                 f"--kubeconfig={self._kubeconfig('kubelet', self.kubelet_cert)}",
-                f"--root-dir={self.root / 'kubelet'}",
+                f"--root-dir={self.kubelet_root}",
                 f"--hostname-override={self.name}",
                 f"--node-ip={self.address}",
                 *([f"--node-labels={labels}"] if labels else []),

@@ -93,7 +93,7 @@ def build(
                 "WorkingDir": workdir,
             },
             "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
-            "history": [{"created_by": f"provingground/gpunode/ociimage.py from {rootfs}"}],
+            "history": [{"created_by": f"provingground/node/ociimage.py from {rootfs}"}],
         }
         with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
             _add_bytes(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')

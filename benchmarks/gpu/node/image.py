@@ -10,7 +10,7 @@ The root filesystem holds: the system Python (binary, standard library, and the 
 ``dask-scheduler``/``dask`` launchers and ``gpu-entrypoint``. No NVIDIA driver file is copied (the
 build refuses any): ``libcuda.so.1``, ``libnvidia-ml.so.1`` and ``nvidia-smi`` must come from the
 container runtime's CDI injection, as in a real CUDA image. ``ldconfig -r`` writes the image's
-own ``/etc/ld.so.cache``. The archive is written by ``provingground/gpunode/ociimage.py``.
+own ``/etc/ld.so.cache``. The archive is written by ``provingground/node/ociimage.py``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ if __name__ == "__main__":
 
 
 def _ociimage() -> ModuleType:
-    path = REPO / "provingground" / "gpunode" / "ociimage.py"
+    path = REPO / "provingground" / "node" / "ociimage.py"
     spec = importlib.util.spec_from_file_location("ociimage", path)
     if spec is None or spec.loader is None:
         raise RuntimeError(f"cannot load {path}")

@@ -28,25 +28,34 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
-import struct
 import subprocess
 import sys
 import tarfile
 import time
+import types
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+# The node harness (provingground/node/, standard library only) without provingground's
+# __init__, which needs the development environment this machine does not have.
+if "provingground" not in sys.modules:
+    _pkg = types.ModuleType("provingground")
+    _pkg.__path__ = [str(REPO / "provingground")]
+    sys.modules["provingground"] = _pkg
+from provingground.node import host  # noqa: E402  # after the namespace package above
+from provingground.node.configs import NodeSpec  # noqa: E402
+from provingground.node.harness import RealNode  # noqa: E402
+
 NODE = "gpu-node"
 NS = "gpu-parity"
 K8S = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl")
 ETCD_PORT, APISERVER_PORT = 12379, 6443
 BRIDGE, POD_SUBNET = "gpunode0", "10.244.250.0/24"
-PAUSE = "localhost/gpunode/pause:local"
 GPU = "nvidia.com/gpu"
 T0 = time.monotonic()
 
@@ -77,27 +86,6 @@ def sh(cmd: Sequence[str], *, timeout: float = 120, check: bool = False, **kw: A
     if check and proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {out[-2000:]}")
     return out
-
-
-def node_ip() -> str:
-    """The first IPv4 address of a non-loopback interface (kubelet refuses loopback)."""
-    import fcntl  # Linux only
-
-    for name in sorted(os.listdir("/sys/class/net")):
-        if name == "lo" or name.startswith(("veth", "cni", BRIDGE, "docker")):
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name[:15].encode()))
-            except OSError:
-                continue  # no IPv4 address (SIOCGIFADDR)
-            return socket.inet_ntoa(raw[20:24])
-    # None (a machine with loopback only): give lo an alias address, as kubelet refuses 127/8.
-    alias, addr = b"lo:gpunode", "10.254.254.1"
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        sin = struct.pack("HH4s8s", socket.AF_INET, 0, socket.inet_aton(addr), b"")
-        fcntl.ioctl(s.fileno(), 0x8916, struct.pack("16s16s", alias, sin))  # SIOCSIFADDR
-    return addr
 
 
 def _ts(stamp: str) -> float:
@@ -188,7 +176,8 @@ class Node:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.summary: dict[str, Any] = {"timings_s": {}, "versions": {}, "steps": []}
         self.api = Api(self.pki)
-        self.sock = self.root / "run/containerd/containerd.sock"
+        self.sock = self.root / "node/run/containerd/containerd.sock"
+        self.real: RealNode | None = None
         self.env = {
             **os.environ,
             "PATH": f"{self.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
@@ -334,102 +323,6 @@ class Node:
         self.log("dask image:", {k: v for k, v in self.summary["image"].items() if k != "wheels"})
         self.mark("image built")
 
-    def containerd(self) -> None:
-        """containerd (CRI, CDI spec dirs, runc, bridge CNI), then import the two images."""
-        root = self.root / "containerd"
-        root.mkdir(exist_ok=True)
-        fstype = sh(["stat", "-f", "-c", "%T", str(root)])
-        if fstype == "overlayfs":
-            sh(["mount", "-t", "tmpfs", "tmpfs", str(root)], check=True)
-            self.log(f"{root} was on {fstype}: mounted a tmpfs for the overlayfs snapshotter")
-        cni_conf = self.root / "etc/cni/net.d"
-        cni_conf.mkdir(parents=True, exist_ok=True)
-        (cni_conf / "10-gpunode.conflist").write_text(
-            json.dumps(
-                {
-                    "cniVersion": "1.0.0",
-                    "name": "gpunode",
-                    "plugins": [
-                        {
-                            "type": "bridge",
-                            "bridge": BRIDGE,
-                            "isGateway": True,
-                            "ipMasq": False,
-                            "hairpinMode": True,
-                            "ipam": {
-                                "type": "host-local",
-                                "ranges": [[{"subnet": POD_SUBNET}]],
-                                "routes": [{"dst": "0.0.0.0/0"}],
-                                "dataDir": str(self.root / "cni-ipam"),
-                            },
-                        }
-                    ],
-                },
-                indent=1,
-            )
-        )
-        # runc sets the pause container's oom_score_adj to -998; where this machine does not let
-        # root lower it (seen on a development VM), bound it by containerd's own, as for rootless.
-        lowered = (
-            subprocess.run(
-                ["sh", "-c", "echo -999 > /proc/self/oom_score_adj"],
-                capture_output=True,
-                check=False,
-            ).returncode
-            == 0
-        )
-        if not lowered:
-            self.log("cannot lower oom_score_adj here: restrict_oom_score_adj = true")
-        rt = "plugins.'io.containerd.cri.v1.runtime'"
-        config = f"""version = 3
-root = "{root}"
-state = "{self.root / "run/containerd"}"
-[grpc]
-  address = "{self.sock}"
-[ttrpc]
-  address = "{self.sock}.ttrpc"
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "{self.args.snapshotter}"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "{PAUSE}"
-[{rt}]
-  restrict_oom_score_adj = {str(not lowered).lower()}
-  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
-  [{rt}.containerd]
-    default_runtime_name = "runc"
-    [{rt}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [{rt}.containerd.runtimes.runc.options]
-        BinaryName = "{self.bin / "runc"}"
-        SystemdCgroup = false
-  [{rt}.cni]
-    bin_dirs = ["{self.bin}"]
-    conf_dir = "{cni_conf}"
-"""
-        cfg = self.root / "etc/containerd.toml"
-        cfg.write_text(config)
-        self.start("containerd", [str(self.bin / "containerd"), "--config", str(cfg)])
-        wait(
-            "containerd",
-            lambda: (
-                self.alive("containerd")
-                and self.sock.exists()
-                and "Server:" in sh([str(self.bin / "ctr"), "-a", str(self.sock), "version"])
-            ),
-            30,
-            self.log,
-        )
-        self.mark("containerd ready")
-        self.start("ctr-events", [str(self.bin / "ctr"), "-a", str(self.sock), "events"])
-        archives = [self.payload / "images/pause.tar", self.root / "images/dask.tar"]
-        archives.append(self.root / "images/probe.tar")
-        for archive in archives:
-            t = time.monotonic()
-            out = self.ctr("images", "import", "--platform", "linux/amd64", str(archive))
-            self.log(f"import {archive.name} in {time.monotonic() - t:.1f}s: {out[-300:]}")
-        self.log("images:", self.ctr("images", "ls", "-q"))
-        self.mark("images imported")
-
     def control_plane(self) -> None:
         """etcd, kube-apiserver (/readyz), kube-controller-manager and kube-scheduler."""
         pki, kc = self.pki, str(self.payload / "admin.kubeconfig")
@@ -537,63 +430,44 @@ state = "{self.root / "run/containerd"}"
         )
         self.mark("control plane ready")
 
-    def kubelet(self) -> None:
-        """kubelet on containerd, registered with the GPU taint; wait until the node is Ready."""
-        ip = node_ip()
-        config = {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
-            "kind": "KubeletConfiguration",
-            "authentication": {
-                "anonymous": {"enabled": False},
-                "webhook": {"enabled": True},
-                "x509": {"clientCAFile": str(self.pki / "ca.crt")},
-            },
-            "authorization": {"mode": "Webhook"},
-            "cgroupDriver": "cgroupfs",
-            "containerRuntimeEndpoint": f"unix://{self.sock}",
-            "failSwapOn": False,
-            "resolvConf": "/etc/resolv.conf",
-            "readOnlyPort": 0,
-            "healthzBindAddress": "127.0.0.1",
-            "serializeImagePulls": False,
-            "evictionHard": {
-                "memory.available": "100Mi",
-                "nodefs.available": "1%",
-                "imagefs.available": "1%",
-                "nodefs.inodesFree": "1%",
-            },
-            "imageGCHighThresholdPercent": 100,
-            "imageGCLowThresholdPercent": 99,
-            "registerWithTaints": [{"key": GPU, "value": "present", "effect": "NoSchedule"}]
-            if self.gpu
-            else [],
-            "maxPods": 30,
-        }
-        if self.args.cgroup_v1:
-            config["failCgroupV1"] = False
-        cfg = self.root / "etc/kubelet.json"
-        cfg.write_text(json.dumps(config, indent=1))
-        self.start(
-            "kubelet",
-            [
-                str(self.bin / "kubelet"),
-                f"--config={cfg}",
-                f"--kubeconfig={self.payload / 'kubelet.kubeconfig'}",
-                f"--hostname-override={NODE}",
-                f"--node-ip={ip}",
-                "--v=2",
-            ],
+    def node(self) -> None:
+        """The node (provingground/node/): containerd with the images, kubelet, Ready.
+
+        Registered with the GPU taint; kubelet's root is /var/lib/kubelet, where the device
+        plugin registers. No kube-proxy or cluster DNS: this machine has no iptables.
+        """
+        images = self.root / "images"
+        archives = [images / "dask.tar", images / "probe.tar"]
+        taints = [{"key": GPU, "value": "present", "effect": "NoSchedule"}] if self.gpu else []
+        spec = NodeSpec(
+            name=NODE,
+            taints=taints,
+            pod_subnet=POD_SUBNET,
+            bridge=BRIDGE,
+            services=False,
+            cgroup_v1=True if self.args.cgroup_v1 else None,
+            snapshotter=self.args.snapshotter,
+            kubelet_root="/var/lib/kubelet",
         )
-
-        def ready() -> bool:
-            self.alive("kubelet")
-            node = self.api.get(f"/api/v1/nodes/{NODE}")
-            conds = {
-                c["type"]: c["status"] for c in (node or {}).get("status", {}).get("conditions", [])
-            }
-            return conds.get("Ready") == "True"
-
-        wait(f"node {NODE} Ready (kubelet, containerd, CNI)", ready, 120, self.log, every=0.25)
+        self.real = RealNode(
+            self.root / "node",
+            self.bin,
+            server=f"https://127.0.0.1:{APISERVER_PORT}",
+            ca=self.pki / "ca.crt",
+            kubelet_cert=(self.pki / "node.crt", self.pki / "node.key"),
+            admin_kubeconfig=self.payload / "admin.kubeconfig",
+            address=host.node_ip(),
+            spec=spec,
+            images=archives,
+        )
+        self.log(f"node {NODE}: containerd, images, kubelet (provingground/node/)")
+        self.real.start()
+        self.sock = self.real.sock
+        self.summary["node_facts"] = self.real.facts
+        self.summary["node_timings_s"] = {k: round(v, 3) for k, v in self.real.timings.items()}
+        self.log("node:", self.real.facts, self.summary["node_timings_s"])
+        self.log("images:", self.ctr("images", "ls", "-q"))
+        self.start("ctr-events", [str(self.bin / "ctr"), "-a", str(self.sock), "events"])
         self.mark("node ready")
 
     def device_plugin(self) -> None:
@@ -1167,10 +1041,11 @@ state = "{self.root / "run/containerd"}"
     # -- teardown -----------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop pods' containers, then the components in reverse, then leftover shims."""
-        with contextlib.suppress(Exception):
-            for line in self.ctr("tasks", "ls", "-q", timeout=30).splitlines():
-                self.ctr("tasks", "kill", "-s", "SIGKILL", line.strip(), timeout=10)
+        """Stop the node (its containers and host state: provingground/node/), then the rest."""
+        if self.real is not None:
+            with contextlib.suppress(Exception):
+                self.real.stop()
+            self.log("stopped the node")
         for name, proc in reversed(list(self.procs.items())):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -1181,15 +1056,6 @@ state = "{self.root / "run/containerd"}"
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, signal.SIGKILL)
             self.log(f"stopped {name}")
-        shim = str(self.bin / "containerd-shim-runc-v2")
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/exe") == shim:
-                    os.kill(int(pid), signal.SIGKILL)
-        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
-        for m in sorted(mounts, key=len, reverse=True):
-            if m.startswith((str(self.root), "/var/lib/kubelet", "/run/netns/", "/var/run/netns/")):
-                sh(["umount", "-l", m], timeout=10)
 
     def collect(self) -> None:
         """summary.json and logs.tar.gz into OUT."""
@@ -1198,7 +1064,11 @@ state = "{self.root / "run/containerd"}"
         with tarfile.open(self.out / "logs.tar.gz", "w:gz") as tar:
             for path in sorted(self.logs.iterdir()):
                 tar.add(str(path), arcname=f"logs/{path.name}")
-            tar.add(str(self.root / "etc"), arcname="etc")
+            node = self.root / "node"
+            for path in sorted((node / "logs").glob("*.log")):
+                tar.add(str(path), arcname=f"logs/node-{path.name}")
+            if (node / "etc").is_dir():
+                tar.add(str(node / "etc"), arcname="etc")
             for spec in (Path("/var/run/cdi"), Path("/etc/cdi")):
                 if spec.is_dir():
                     tar.add(str(spec), arcname=f"cdi{spec}".replace("/", "_"))
@@ -1208,9 +1078,8 @@ state = "{self.root / "run/containerd"}"
         self.unpack()
         self.facts()
         self.images()
-        self.containerd()
         self.control_plane()
-        self.kubelet()
+        self.node()
         if self.gpu:
             self.device_plugin()
         self.label()
@@ -1242,7 +1111,7 @@ def main() -> int:
         type=Path,
         metavar="SITE_ARCHIVE",
         help="then the dask operator and dask-gpu-parity run with their packages from this "
-        "archive (provingground/gpunode/operator_site.sh), DaskClusters applied (operators.py)",
+        "archive (provingground/node/operator_site.sh), DaskClusters applied (operators.py)",
     )
     parser.add_argument(
         "--operator-rounds", type=int, default=1, help="how often to apply both DaskClusters"

@@ -1,7 +1,7 @@
 """The two operators on the GPU node's host, and the flow through them (``node.py --operators``).
 
 Standard library only, like ``node.py``: the packages the operators need come as one archive
-(``provingground/gpunode/operator_site.sh``), unpacked beside the Dask wheels into a folder on
+(``provingground/node/operator_site.sh``), unpacked beside the Dask wheels into a folder on
 ``PYTHONPATH``; ``dask_gpu_parity`` itself runs from this checkout's ``operator/``.
 
 - the dask operator: ``kopf run -m dask_kubernetes.operator.controller``, as dask-kubernetes'
