@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["Layout", "read_archive", "unpacked_size", "write_layout"]
+__all__ = ["Layout", "read_archive", "unpack", "unpacked_size", "write_layout"]
 
 INDEX = "application/vnd.oci.image.index.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -246,3 +246,35 @@ def unpacked_size(path: Path) -> int:
 
     read_archive(path, count)
     return total
+
+
+def unpack(path: Path, dest: Path) -> Layout:
+    """Unpack the image's layers into ``dest`` (owners and modes kept; whiteouts applied).
+
+    Returns:
+        The image, as :func:`read_archive` reads it.
+    """
+
+    def apply(stream: IO[bytes]) -> None:
+        with tarfile.open(fileobj=stream, mode="r|*") as tar:
+            for info in tar:
+                folder, _, base = info.name.rpartition("/")
+                if base == ".wh..wh..opq":
+                    for child in (dest / folder).iterdir():
+                        _remove(child)
+                elif base.startswith(".wh."):
+                    _remove(dest / folder / base.removeprefix(".wh."))
+                else:
+                    if not info.isdir():
+                        _remove(dest / info.name)
+                    tar.extract(info, dest, filter="tar")
+
+    dest.mkdir(parents=True, exist_ok=True)
+    return read_archive(path, apply)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
