@@ -29,16 +29,18 @@ OTHER = "sha256:" + "b" * 64
         ),
     ],
 )
-def test_a_reference_splits_into_repository_and_tag(reference, expected):
+def test_a_reference_splits_into_repository_and_tag(
+    reference: str, expected: tuple[str, str]
+) -> None:
     assert split_reference(reference) == expected
 
 
-def test_a_reference_without_a_tag_is_refused():
+def test_a_reference_without_a_tag_is_refused() -> None:
     with pytest.raises(ValueError, match="has no tag"):
         split_reference("localhost:5000/provingground/dask")
 
 
-def test_an_image_id_matches_by_config_or_repo_digest():
+def test_an_image_id_matches_by_config_or_repo_digest() -> None:
     images = BuiltImages("op:1", "probe:1", "dop:1", "dask:1", {"op:1": frozenset({DIGEST})})
     assert images.matches("op:1", DIGEST)  # containerd: an imported image's ID
     assert images.matches("op:1", f"ghcr.io/x/op@{DIGEST}")  # a pulled image's repo digest
@@ -46,7 +48,7 @@ def test_an_image_id_matches_by_config_or_repo_digest():
     assert not images.matches("dask:1", DIGEST)  # another reference's digest
 
 
-def test_the_cpu_cluster_runs_the_given_image_on_the_given_node():
+def test_the_cpu_cluster_runs_the_given_image_on_the_given_node() -> None:
     doc = cpu_dask_cluster("cpu-x", "localhost/provingground/dask:2026.8.0", "real-node")
     assert doc["metadata"]["name"] == "cpu-x"
     assert doc["spec"]["scheduler"]["service"]["selector"]["dask.org/cluster-name"] == "cpu-x"
@@ -59,7 +61,7 @@ def test_the_cpu_cluster_runs_the_given_image_on_the_given_node():
         assert "nvidia.com/gpu" not in str(container["resources"])  # a CPU cluster
 
 
-def test_peer_results_are_read_from_junit_and_differences_marked(tmp_path: Path):
+def test_peer_results_are_read_from_junit_and_differences_marked(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     junit.write_text(
         '<testsuites><testsuite name="pytest">'
