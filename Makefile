@@ -37,7 +37,7 @@ unit: $(STAMP) ## Unit, CLI and property tests (no cluster needed)
 	$(BIN)/pytest tests/unit
 
 .PHONY: test
-test: lint controlplane chart-tools node images ## Everything CI runs: lint, unit, property, e2e (real node included) and chart tests
+test: lint controlplane chart-tools node images ## Everything CI runs: lint, unit, property, e2e (with the real node) and chart tests
 	$(BIN)/pytest tests provingground/tests
 
 .PHONY: nightly

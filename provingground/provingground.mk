@@ -55,7 +55,7 @@ ground: $(STAMP) controlplane node ## The proving ground with the real node join
 gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, images, manifests) into .gpunode/
 	@$(PG_DIR)/node/host-packages.sh
 	$(PG_DIR)/node/build.sh .gpunode
-	$(BIN)/python -m provingground.node.payload .gpunode/payload .gpunode/bin/pause
+	$(BIN)/python -m provingground.node.payload .gpunode/payload
 	$(PG_DIR)/node/wheels.sh .gpunode/wheels
 	$(PG_DIR)/node/operator_site.sh .gpunode/site
 

@@ -25,7 +25,7 @@ from .binaries import Binaries, BinariesMissingError, StaleCacheError, find_bina
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
 from .node import NodeBinariesMissingError, RealNode, find_node_binaries
-from .node.host import reachable_address
+from .node.host import LOCK_FILE, lock_holder, reachable_address
 from .node.join import join
 from .nodes import api_client, create_nodes, wait_nodes_ready
 from .pools import node_manifests, pools
@@ -149,7 +149,7 @@ def dask_operator(cluster: E2ECluster) -> Iterator[DaskOperator]:
 
 
 @pytest.fixture(scope="session")
-def real_node(cluster: E2ECluster) -> Iterator[RealNode]:
+def real_node(cluster: E2ECluster, request: pytest.FixtureRequest) -> Iterator[RealNode]:
     """A real node (kubelet, containerd, kube-proxy, CoreDNS) joined to the proving ground.
 
     Its name is ``provingground.node.join.REAL_NODE_NAME``; select it with
@@ -166,6 +166,10 @@ def real_node(cluster: E2ECluster) -> Iterator[RealNode]:
         pytest.skip(str(exc))
     if cp.advertise_address is None:
         pytest.skip("The real node needs a non-loopback IPv4 address on this host")
+    if holder := lock_holder():
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"real node: waiting for {LOCK_FILE}, held by {holder}")
     node = join(cp, binaries, images=[binaries.test_image])
     with node:
         yield node

@@ -36,7 +36,16 @@ NODE_BINARIES = (
     "coredns",
     "pause",
 )
-_SOURCES = ("build.sh", "versions.env", "k8s", "containerd", "coredns", "pause", "testimage.py")
+_SOURCES = (
+    "build.sh",
+    "versions.env",
+    "k8s",
+    "containerd",
+    "coredns",
+    "pause",
+    "testimage.py",
+    "ociimage.py",
+)
 HINT = "run `make node` (warm Go cache: minutes; see docs/proving-ground.md)"
 
 

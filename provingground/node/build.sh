@@ -94,7 +94,7 @@ fi
 manifest() {
   {
     echo "k8s=$K8S_VERSION containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION cni=$CNI_PLUGINS_VERSION" \
-      "coredns=$COREDNS_VERSION" \
+      "$( ((GPU)) || echo "coredns=$COREDNS_VERSION")" \
       "$( ((GPU)) && echo "device-plugin=$DEVICE_PLUGIN_VERSION nvidia-ctk=$NVIDIA_CTK_VERSION")"
     echo "etcd $(cd "$here/k8s" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
     echo "built $(date -u +%FT%TZ) with $(go version | cut -d' ' -f3) on $(nproc) cores"

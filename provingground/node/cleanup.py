@@ -15,6 +15,7 @@ import shlex
 import shutil
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,9 +175,9 @@ def stop_node(node: RealNode) -> None:
     STATE_FILE.unlink(missing_ok=True)
 
 
-def leftovers(spec: NodeSpec, root: Path) -> list[str]:
-    """What a stopped node left behind: processes, mounts, the bridge, rules, cgroups."""
-    found = []
+def leftovers(spec: NodeSpec, root: Path, made: Sequence[Path] = ()) -> list[str]:
+    """What a stopped node left: processes, mounts, the bridge, rules, cgroups, ``made`` folders."""
+    found = [f"folder {p}" for p in made if p.exists()]
     prefix = str(root) + "/"
     for pid in filter(str.isdigit, os.listdir("/proc")):
         with contextlib.suppress(OSError):

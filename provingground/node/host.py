@@ -27,6 +27,7 @@ __all__ = [
     "cgroup_version",
     "free_port",
     "has_netfilter_tools",
+    "lock_holder",
     "node_ip",
     "reachable_address",
     "sh",
@@ -47,6 +48,17 @@ _SYSCTLS = (
     "kernel/panic_on_oops",
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
+)
+
+
+# Host folders kubelet, containerd and the CNI plugins write whatever their configuration says
+# (the device-plugin socket folder, runc's and the shims' state, the CNI result cache).
+HOST_PATHS = (
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+    "/run/containerd",
+    "/var/log/pods",
+    "/var/log/containers",
 )
 
 
@@ -124,6 +136,18 @@ def has_netfilter_tools() -> bool:
     return all(shutil.which(t) for t in ("iptables", "iptables-restore", "ip"))
 
 
+def lock_holder(path: Path = LOCK_FILE) -> str | None:
+    """Who holds the host lock now (the file's ``pid N``), or None when it is free."""
+    if path in HostLock._held_here:
+        return f"pid {os.getpid()} (this process)"
+    with contextlib.suppress(FileNotFoundError), path.open() as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return f.read().strip() or "another process"
+    return None
+
+
 class HostLock:
     """An exclusive ``flock`` on ``LOCK_FILE`` for a node's whole life: a second run waits."""
 
@@ -186,12 +210,14 @@ class Sysctls:
     """The kernel settings a node changes: read before it starts, written back when it stops.
 
     Also the nftables tables: ``iptables-nft`` makes ``ip filter``, ``ip nat``, ... on first
-    use; those that were not there before and are empty again are deleted.
+    use; those that were not there before and are empty again are deleted. And the folders of
+    ``HOST_PATHS`` that were not there before are removed.
     """
 
     def __init__(self) -> None:
         self.saved: dict[str, str] = {}
         self.tables: set[str] = set()
+        self.absent: list[Path] = []
 
     def save(self) -> None:
         """Remember the current value of each setting this host has."""
@@ -199,6 +225,7 @@ class Sysctls:
             with contextlib.suppress(OSError):
                 self.saved[key] = (Path("/proc/sys") / key).read_text().strip()
         self.tables = _nft_tables()
+        self.absent = [Path(p) for p in HOST_PATHS if not Path(p).exists()]
 
     @staticmethod
     def set(key: str, value: str) -> None:
@@ -218,3 +245,5 @@ class Sysctls:
             rules = [x for x in lines if x and not x.startswith(("table", "chain", "type", "}"))]
             if not rules and all("policy accept" in x for x in lines if x.startswith("type")):
                 sh(["nft", "delete", *words])
+        for path in self.absent:
+            shutil.rmtree(path, ignore_errors=True)

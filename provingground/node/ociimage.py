@@ -3,7 +3,7 @@
 Standard library only: it runs here (the pause image) and on the GPU machine (the Python image,
 made from that machine's own userland), where there is no registry and no image builder.
 
-    python3 ociimage.py --rootfs DIR --name localhost/gpunode/pause:local \
+    python3 ociimage.py --rootfs DIR --name localhost/node/pause:local \
         --entrypoint /pause --out pause.tar
 
 The archive is an OCI image layout (``oci-layout``, ``index.json``, ``blobs/sha256/``) with one
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rootfs", type=Path, required=True)
-    parser.add_argument("--name", required=True, help="e.g. localhost/gpunode/pause:local")
+    parser.add_argument("--name", required=True, help="e.g. localhost/node/pause:local")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--entrypoint", nargs="*", default=[])
     parser.add_argument("--cmd", nargs="*", default=[])

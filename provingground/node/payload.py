@@ -10,8 +10,6 @@ Writes into that folder:
 - ``pki/``: cluster CA, API server serving certificate, admin, node (``system:node:gpu-node``)
   and front-proxy client certificates, service-account key pair; ``admin.kubeconfig`` and
   ``kubelet.kubeconfig`` for ``https://127.0.0.1:6443``.
-- ``images/pause.tar``: the sandbox image, an OCI archive of the static ``pause`` binary
-  (``build.sh`` builds it into ``.gpunode/bin``).
 - ``manifests/``: the DaskCluster of ``examples/gpu-cluster-tcp.yaml`` adapted to the GPU machine
   (local image; workers on ``NVIDIA-H200`` nodes), ``dask-gpu-parity fix``'s output for it, and
   the scheduler Deployment the dask operator would create from that output
@@ -29,7 +27,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,16 +35,14 @@ import yaml
 
 from provingground.cluster import APISERVER_NAMES
 from provingground.kubeconfig import write_kubeconfig
-from provingground.node import ociimage
 from provingground.parity import webhook_config
 from provingground.pki import CertificateAuthority, write_key
 
-__all__ = ["IMAGE", "NODE_NAME", "PAUSE_IMAGE", "SERVER", "main", "prepare"]
+__all__ = ["IMAGE", "NODE_NAME", "SERVER", "main", "prepare"]
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_NAME = "gpu-node"
 SERVER = "https://127.0.0.1:6443"
-PAUSE_IMAGE = "localhost/gpunode/pause:local"
 IMAGE = "localhost/gpunode/dask:local"  # made on the GPU machine (benchmarks/gpu/node/image.py)
 GPU_PRODUCT = "NVIDIA-H200"  # GFD's nvidia.com/gpu.product for "NVIDIA H200"
 NAMESPACE = "gpu-parity"
@@ -75,14 +70,6 @@ def _pki(out: Path) -> CertificateAuthority:
     write_kubeconfig(out / "admin.kubeconfig", SERVER, ca.cert_path, *admin)
     write_kubeconfig(out / "kubelet.kubeconfig", SERVER, ca.cert_path, *node)
     return ca
-
-
-def _pause_image(out: Path, pause_binary: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        rootfs = Path(tmp)
-        shutil.copy2(pause_binary, rootfs / "pause")
-        (out / "images").mkdir(parents=True, exist_ok=True)
-        ociimage.build(rootfs, PAUSE_IMAGE, out / "images" / "pause.tar", entrypoint=["/pause"])
 
 
 def _local_cluster() -> dict[str, Any]:
@@ -211,24 +198,22 @@ def _policy(out: Path) -> Path:
     return path
 
 
-def prepare(out: Path, pause_binary: Path) -> Path:
+def prepare(out: Path) -> Path:
     """Write the payload into ``out`` (replacing it); return ``out``."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     ca = _pki(out)
-    _pause_image(out, pause_binary)
     _manifests(out, _policy(out))
     _operator(out, ca)
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m provingground.node.payload OUT [PAUSE_BINARY]``."""
+    """``python -m provingground.node.payload OUT``."""
     args = list(sys.argv[1:] if argv is None else argv)
     out = Path(args[0] if args else ".gpunode/payload")
-    pause = Path(args[1] if len(args) > 1 else ".gpunode/bin/pause")
-    prepare(out, pause)
+    prepare(out)
     print(f"gpunode payload: {out}")
     return 0
 

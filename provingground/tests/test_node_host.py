@@ -37,6 +37,7 @@ def test_a_second_node_on_the_host_waits_for_the_first_to_release_the_lock(
     ) as holder:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
+        assert host.lock_holder(path) == f"pid {holder.pid}"  # what the waiting run is told
         lock = host.HostLock(path)
         lock.acquire()
         try:
@@ -57,6 +58,7 @@ def test_a_second_node_in_the_same_process_is_refused_instead_of_waiting_forever
             host.HostLock(tmp_path / "node.lock").acquire()
     finally:
         first.release()
+    assert host.lock_holder(tmp_path / "node.lock") is None
     again = host.HostLock(tmp_path / "node.lock")
     again.acquire()
     again.release()

@@ -157,7 +157,7 @@ def test_stopping_leaves_nothing_behind_and_the_node_starts_again(
         lambda: "Running" in cluster.kubectl("get", "pod", "-n", namespace, "sleeper").stdout,
     )
     real_node.stop()
-    assert cleanup.leftovers(real_node.spec, real_node.root) == []
+    assert cleanup.leftovers(real_node.spec, real_node.root, real_node.sysctls.absent) == []
     real_node.start()
     assert real_node.ready()
     cluster.kubectl("delete", "pod", "-n", namespace, "sleeper", "--wait=false")

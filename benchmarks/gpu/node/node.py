@@ -298,7 +298,7 @@ class Node:
         self.log("facts:", " | ".join(t.splitlines()[1] if "\n" in t else t for t in text[:3]))
 
     def images(self) -> None:
-        """The pause image (carried) and the dask image (made here from this userland)."""
+        """The dask and probe images, made here from this userland (the pause image: the node)."""
         images = self.root / "images"
         images.mkdir(exist_ok=True)
         t = time.monotonic()

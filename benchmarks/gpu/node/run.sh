@@ -2,7 +2,7 @@
 # The GPU node and its flow, on the GPU machine, from the repository root (README.md beside this):
 #   OUT=/some/folder benchmarks/gpu/node/run.sh [node.py options]
 # Needs what `make gpunode` built and prepared here: .gpunode/bundle (the binaries, xz),
-# .gpunode/payload (PKI, kubeconfigs, pause image, manifests) and .gpunode/wheels (Dask).
+# .gpunode/payload (PKI, kubeconfigs, manifests) and .gpunode/wheels (Dask).
 # Writes flow.log, summary.json and logs.tar.gz to $OUT; stops everything it started.
 set -u
 OUT="${OUT:-/tmp/gpunode-out}"
