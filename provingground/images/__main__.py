@@ -11,6 +11,7 @@ socket), builds each image with buildctl, stops buildkitd, and writes ``.images/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -181,6 +182,7 @@ def _write_catalog(
         "images": dict(sorted(images.items())),
         "bases": {b.name: {"digest": b.digest, "packages": b.packages} for b in used},
         "buildkit": pins.buildkit_version,
+        "pins": dataclasses.asdict(pins),
     }
     tmp = out / "images.json.partial"
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -43,7 +43,7 @@ UV_SYSTEM_CERTS = b"system-certs = true\n"
 LOCK = HERE / "python-base.lock"
 _PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Bumped when how a base is made changes, so a cached base made the old way is not reused.
-_RECIPE = "2"
+_RECIPE = "3"
 
 
 @dataclass(frozen=True)
@@ -168,12 +168,16 @@ def python_base(pins: Pins, cache: Path, log: TextIO | None = None) -> Base:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
         chroot = ["chroot", str(root)]
-        subprocess.run([*chroot, "update-ca-certificates"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([*chroot, "update-ca-certificates"], check=True, capture_output=True)
         # `python`, `pip` in /usr/local/bin, installing into /usr/local, as the official images.
         subprocess.run([*chroot, "python3", "-m", "venv", "/usr/local"], check=True)
         query = [*chroot, "dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
         lines = subprocess.run(query, check=True, capture_output=True, text=True).stdout.split()
         packages = dict(line.split("=", 1) for line in lines)
+        # debootstrap copies the build machine's name and DNS settings; the runtime gives its own.
+        for host_file in ("etc/hostname", "etc/resolv.conf"):
+            (root / host_file).unlink(missing_ok=True)
+            (root / host_file).write_text("")
         config = {"Env": [_PATH, "LANG=C.UTF-8"], "Cmd": ["python3"]}
         annotations = {
             "org.opencontainers.image.ref.name": name,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from provingground.images.__main__ import main
 from provingground.images.bases import Base
 from provingground.images.build import (
     Spec,
@@ -121,3 +122,26 @@ def test_the_four_images_read_only_bases_made_here(tmp_path):
     dask = built[-1]
     assert dask.reference == "localhost/provingground/dask:2026.1.1"
     assert dask.build_args["DASK_VERSION"] == "2026.1.0"
+
+
+def test_make_images_without_runc_says_how_to_get_it(tmp_path, capsys):
+    for tool in ("buildkitd", "buildctl"):
+        (tmp_path / tool).write_text("#!/bin/sh\n")
+        (tmp_path / tool).chmod(0o755)
+    assert (
+        main(
+            [
+                "--buildkit",
+                str(tmp_path),
+                "--runc",
+                str(tmp_path / "runc"),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    hint = "`make gpunode` builds .gpunode/bin/runc"
+    assert err == [f"images: {tmp_path / 'runc'} not found or not executable; {hint}"]
+    assert not (tmp_path / "o").exists()  # nothing half-written

@@ -103,3 +103,16 @@ def test_dask_image_runs_the_commands_the_dask_operator_starts(dask_rootfs, tmp_
     proc = run_in_image(_runc(), dask_rootfs, config, [command, "--version"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert image.reference.endswith(":" + proc.stdout.split()[-1])  # the distributed version
+
+
+def test_the_dask_operator_image_runs_its_entrypoint(tmp_path):
+    image = _image("dask-operator")
+    layout = oci.unpack(image.archive, tmp_path / "rootfs")
+    config = layout.config["config"]
+    assert config["User"] == "1000"  # its Dockerfile's USER
+    assert config["Entrypoint"][:3] == ["/usr/local/bin/kopf", "run", "-m"]
+    proc = run_in_image(
+        _runc(), tmp_path / "rootfs", config, ["/usr/local/bin/kopf", "--version"], tmp_path / "b"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kopf" in proc.stdout.lower()
