@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .binaries import find_binaries
@@ -26,7 +26,7 @@ from .daskchart import dask_kubernetes_sdist
 from .install import Helm, install_parity, uninstall
 from .realnode import built_images, real_node_ground, real_node_name
 
-__all__ = ["SUITES", "compare", "main", "outcomes", "prepare", "run_suite"]
+__all__ = ["SUITES", "compare", "main", "outcomes", "prepare", "run_suite", "webhook_calls"]
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = ("dask_kubernetes/operator/controller/tests", "dask_kubernetes/operator/kubecluster/tests")
@@ -114,9 +114,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             junit = args.run_dir / f"junit-{label}.xml"
             run_suite(suite, cp.kubeconfig, bins.kubectl, junit)
             results[label] = outcomes(junit)
+        calls = webhook_calls(cp.kubectl)
         uninstall(helm)
     print(compare(results["without"], results["with"]))
+    print("\nThe API server's admission counters for our webhooks during the run with them:")
+    print("\n".join(calls) or "(none)")
     return 0
+
+
+def webhook_calls(kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> list[str]:
+    """The API server's counters of calls to, and match-condition skips of, our webhooks."""
+    metrics = kubectl("get", "--raw", "/metrics").stdout.splitlines()
+    names = ("apiserver_admission_webhook_request_total", "apiserver_admission_match_condition")
+    return [m for m in metrics if m.startswith(names) and "gpuparity.dask.org" in m]
 
 
 if __name__ == "__main__":
