@@ -50,8 +50,10 @@ def prepare(dest: Path) -> Path:
     return dest
 
 
-def run_suite(suite: Path, kubeconfig: Path, kubectl: Path, junit: Path) -> int:
-    """Run their tests against ``kubeconfig``; the JUnit XML goes to ``junit``."""
+def run_suite(
+    suite: Path, kubeconfig: Path, kubectl: Path, junit: Path, extra: Sequence[str] = ()
+) -> int:
+    """Run their tests against ``kubeconfig`` (``extra``: pytest arguments); JUnit to ``junit``."""
     env = {
         "DGP_PEER_KUBECONFIG": str(kubeconfig),
         "DGP_PEER_KUBECTL": str(kubectl),
@@ -59,7 +61,7 @@ def run_suite(suite: Path, kubeconfig: Path, kubectl: Path, junit: Path) -> int:
         "PYTHONPATH": f"{REPO}:{REPO / 'operator'}",
     }
     argv = [sys.executable, "-m", "pytest", str(suite), "-c", str(suite / "pytest.ini")]
-    argv += ["--rootdir", str(suite), f"--junitxml={junit}"]
+    argv += ["--rootdir", str(suite), f"--junitxml={junit}", *extra]
     return subprocess.run(argv, env={**os.environ, **env}, check=False, timeout=3600).returncode
 
 
