@@ -77,4 +77,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledGro
         )
         print(f"\nInstalled on {node}: {done.timings}")
         yield InstalledGround(ground, node, images, done, helm)
+        # Every Pod gone before the node stops: its clean-up then finds no cgroups being removed.
+        cp.kubectl("delete", "daskclusters", "--all", "--all-namespaces", "--wait", check=False)
         uninstall(helm)
+        cp.kubectl(
+            "wait", "--for=delete", "pods", "--all", "--all-namespaces", "--timeout=120s",
+            check=False,
+        )  # fmt: skip
