@@ -153,8 +153,7 @@ def run(
 ) -> int:
     """Run the demo; return 0 when every cluster did what the demo says it does.
 
-    ``installed``: the ground has a real node and a hook installs both charts on it, so the
-    host-process operators are left out (``provingground/install_demo.py``).
+    ``installed``: a hook installs both charts on the real node; no host-process operators.
     """
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -191,6 +190,7 @@ def run(
         finally:
             if operator is not None:
                 operator.stop()
+    shutil.rmtree(run_dir / "node", ignore_errors=True)  # the containers' files (logs/ stays)
     _say("\nProving ground stopped; nothing left running.")
     return 1 if failures else 0
 
