@@ -18,6 +18,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from .images.pins import read_pins
+
 __all__ = [
     "CHART_PATH",
     "DASK_KUBERNETES_SDIST_SHA256",
@@ -27,9 +29,11 @@ __all__ = [
     "operator_chart",
 ]
 
-DASK_KUBERNETES_VERSION = "2026.3.0"
-# sha256 of dask_kubernetes-2026.3.0.tar.gz as the package index serves it.
-DASK_KUBERNETES_SDIST_SHA256 = "a247ee5e34284c74d5db0d681cd8f668eb636f719b538b771d1b101ff9952232"
+# The version and the sdist's sha256 as the package index serves it: pinned once, in
+# provingground/images/versions.env, where the dask operator's image is built from the same sdist.
+_PINS = read_pins()
+DASK_KUBERNETES_VERSION = _PINS.dask_kubernetes_version
+DASK_KUBERNETES_SDIST_SHA256 = _PINS.dask_kubernetes_sdist_sha256
 CHART_PATH = "dask_kubernetes/operator/deployment/helm/dask-kubernetes-operator"
 
 
