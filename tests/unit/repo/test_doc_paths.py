@@ -73,7 +73,8 @@ NOT_OURS = {
     ".spdx.json",
     "dask-gpu-parity-VERSION-linux-ARCH.spdx.json",
     "dask-gpu-parity-probe-VERSION-linux-ARCH.spdx.json",
-    # Build outputs of `make images` (git-ignored), described in docs/proving-ground.md.
+    # Build and run outputs (git-ignored): make images' archives, the proving ground's run folders.
+    ".run/",
     ".images/",
     ".images/images.json",
     ".images/logs/",
