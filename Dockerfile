@@ -53,8 +53,12 @@ RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     python -m venv "$VIRTUAL_ENV" \
  && "$VIRTUAL_ENV/bin/pip" install --only-binary=:all: "$(echo /dist/dask_gpu_parity-*.whl)[operator]" \
  && "$VIRTUAL_ENV/bin/pip" uninstall --yes pip \
- && dask-gpu-parity --version
-# A numeric non-root user (the chart's runAsUser); it owns nothing in the image.
+ && dask-gpu-parity --version \
+ && echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/usr/sbin/nologin' >>/etc/passwd \
+ && echo 'nonroot:x:65532:' >>/etc/group
+# A numeric non-root user (the chart's runAsUser); it owns nothing in the image. Its passwd entry
+# is there because kopf names the operator after getpass.getuser() unless POD_ID is set, and the
+# Kubernetes client looks for a home directory: without one, `docker run IMAGE run` stops there.
 USER 65532:65532
 EXPOSE 9443 8080 8081
 # kopf's liveness endpoint (the chart uses its own probes; this is for `docker run`).

@@ -38,7 +38,7 @@ unit: $(STAMP) ## Unit, CLI and property tests (no cluster needed)
 	$(BIN)/pytest tests/unit
 
 .PHONY: test
-test: lint controlplane chart-tools node ## Everything CI runs: lint, unit, property, e2e (with the real node) and chart tests
+test: lint controlplane chart-tools node images ## Everything CI runs: lint, unit, property, e2e (with the real node) and chart tests
 	$(BIN)/pytest tests provingground/tests
 
 .PHONY: nightly

@@ -3,6 +3,8 @@
 Stages: build check -> control plane -> node pools -> Dask CRDs + dask operator -> our operator
 and webhooks (``--baseline`` leaves them out) -> apply ``examples/`` -> wait for Pods -> one
 placement table and a parity verdict per cluster -> the policy's T4 scheduler pool -> stop.
+With the images built and the real node available, both operators are ``helm install``ed onto
+the real node instead of run on the host, and a CPU cluster computes (``install_demo.py``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from dask_gpu_parity.core.inventory import Inventory
 
 from .binaries import BinariesMissingError, StaleCacheError, find_binaries
 from .ground import ProvingGround
+from .install import InstallError
+from .install_demo import install_hooks
 from .manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
 from .parity import ParityOperator
 from .placement import PodPlacement, format_table, placements, wait_for_placements
 from .process import ComponentError
+from .realnode import built_images, real_node_ground
 
 __all__ = ["Hook", "main", "run"]
 
@@ -144,13 +149,21 @@ def run(
     parity: bool = True,
     sizes: dict[str, int] | None = None,
     timeout: float = 120,
+    installed: bool = False,
 ) -> int:
-    """Run the demo; return 0 when every cluster did what the demo says it does."""
+    """Run the demo; return 0 when every cluster did what the demo says it does.
+
+    ``installed``: a hook installs both charts on the real node; no host-process operators.
+    """
     if run_dir.exists():
         shutil.rmtree(run_dir)
     t0 = time.monotonic()
     failures = 0
-    with ProvingGround(run_dir, sizes=sizes) as ground:
+    if installed:
+        ground = real_node_ground(run_dir, find_binaries(), built_images())
+    else:
+        ground = ProvingGround(run_dir, sizes=sizes)
+    with ground:
         cp = ground.control_plane
         assert ground.api is not None
         _say(f"Proving ground up in {time.monotonic() - t0:.1f}s (run folder {run_dir})")
@@ -167,7 +180,7 @@ def run(
         for hook in hooks:
             hook(ground)
         operator = None
-        if parity:
+        if parity and not installed:
             operator = ParityOperator(cp, ground.api, cp.logs).start()
             _say(f"\ndask-gpu-parity running, webhooks wired in ({operator.ready_seconds:.1f}s)")
         try:
@@ -177,6 +190,7 @@ def run(
         finally:
             if operator is not None:
                 operator.stop()
+    shutil.rmtree(run_dir / "node", ignore_errors=True)  # the containers' files (logs/ stays)
     _say("\nProving ground stopped; nothing left running.")
     return 1 if failures else 0
 
@@ -258,11 +272,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--baseline", action="store_true", help="only the dask operator: the problem, not the fix"
     )
+    parser.add_argument("--host-operators", action="store_true", help="kwok only, no helm")
     args = parser.parse_args(argv)
     try:
         find_binaries()
-        return run(args.run_dir, args.examples, parity=not args.baseline, timeout=args.timeout)
-    except (BinariesMissingError, StaleCacheError, ComponentError, TimeoutError) as exc:
+        hooks = install_hooks(args.run_dir) if not (args.baseline or args.host_operators) else []
+        return run(
+            args.run_dir,
+            args.examples,
+            parity=not args.baseline,
+            timeout=args.timeout,
+            hooks=hooks,
+            installed=bool(hooks),
+        )
+    except (
+        BinariesMissingError,
+        StaleCacheError,
+        ComponentError,
+        TimeoutError,
+        InstallError,
+    ) as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
 

@@ -61,16 +61,15 @@ gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, i
 
 # Our images, built from the Dockerfile with BuildKit (no Docker, no registry) into .images/ as OCI
 # archives, with .images/images.json (provingground/images/). BuildKit is built from its Go module
-# into the version-keyed cache; RUN steps run with the GPU node's runc (`make gpunode`).
+# into the version-keyed cache; RUN steps run with the real node's runc (`make node`).
 BUILDKIT_VERSION := $(shell sed -n 's/^BUILDKIT_VERSION=//p' $(PG_DIR)/images/versions.env)
 BUILDKIT_BIN ?= $(DGP_CACHE)/bin/buildkit-$(BUILDKIT_VERSION)
-RUNC ?= .gpunode/bin/runc
 
 .PHONY: buildkit
 buildkit: ## Build (cold ~5 min) or reuse the pinned BuildKit (buildkitd, buildctl)
 	@$(PG_DIR)/images/buildkit.sh $(BUILDKIT_BIN)
 
 .PHONY: images
-images: $(STAMP) buildkit ## Build our images and the dask operator's as OCI archives into .images/ (RUNC=path/to/runc)
-	@test -x $(RUNC) || $(MAKE) gpunode
-	$(BIN)/python -m provingground.images --buildkit $(BUILDKIT_BIN) --runc $(RUNC)
+images: $(STAMP) buildkit node ## Build our images and the dask operator's as OCI archives into .images/ (RUNC=path/to/runc)
+	@runc="$${RUNC:-$$($(BIN)/python -c 'from provingground.node import node_dir; print(node_dir())')/bin/runc}" && \
+	  $(BIN)/python -m provingground.images --buildkit $(BUILDKIT_BIN) --runc "$$runc"

@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for tool in (args.buildkit / "buildkitd", args.buildkit / "buildctl", args.runc):
         if not os.access(tool, os.X_OK):
             hint = (
-                "`make gpunode` builds .gpunode/bin/runc"
+                "`make node` builds the real node's runc"
                 if tool == args.runc
                 else "`make images` builds it"
             )

@@ -42,19 +42,27 @@ def _kubepods() -> list[Path]:
     return [d for root in _cgroup_roots() for d in sorted(root.glob("kubepods*")) if d.is_dir()]
 
 
+def _subtree(group: Path) -> list[Path]:
+    """The cgroup folders under ``group`` and itself, deepest first.
+
+    kubelet and runc remove cgroups while this runs: ``os.walk`` skips a folder that vanished
+    under it, where ``Path.rglob`` raises ``FileNotFoundError``.
+    """
+    return [Path(d) for d, _, _ in os.walk(group, topdown=False)]
+
+
 def _kill_cgroups() -> None:
     """SIGKILL every process in the ``kubepods`` cgroups, then remove them, deepest first."""
     groups = _kubepods()
     for group in groups:
-        for procs in group.rglob("cgroup.procs"):
+        for folder in _subtree(group):
             with contextlib.suppress(OSError, ValueError):
-                for pid in procs.read_text().split():
+                for pid in (folder / "cgroup.procs").read_text().split():
                     os.kill(int(pid), signal.SIGKILL)
     for _ in range(50):
         left = []
         for group in groups:
-            dirs = sorted((d for d in group.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts))
-            for d in [*dirs, group]:
+            for d in _subtree(group):
                 with contextlib.suppress(FileNotFoundError):
                     try:
                         d.rmdir()

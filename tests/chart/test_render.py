@@ -166,6 +166,27 @@ def test_operator_arguments(case):
         assert _pod(deployment)["serviceAccountName"] == RELEASE
 
 
+def test_operator_runs_as_a_user_without_a_passwd_entry(case):
+    # uid 65532 has no passwd entry in the image and the root filesystem is read-only: started
+    # that way (`setpriv --reuid 65532`, `/` remounted read-only), `dask-gpu-parity run` raised
+    # "Could not determine home directory." importing the Kubernetes client, then
+    # "getpwuid(): uid not found: 65532" in kopf's identity. With POD_ID and HOME (the /tmp
+    # emptyDir) it serves.
+    _, objects, values = case
+    for deployment in _deployments(objects):
+        pod = _pod(deployment)
+        (container,) = pod["containers"]
+        env = {e["name"]: e for e in container["env"]}
+        assert env["POD_ID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+        assert env["HOME"]["value"] == "/tmp"
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        tmp = next(v for v in pod["volumes"] if v["name"] == mounts["/tmp"])
+        assert "emptyDir" in tmp
+        assert [e["name"] for e in container["env"]][2:] == [
+            e["name"] for e in values["operator"]["env"]
+        ]
+
+
 def test_replicas_pdb_and_spread(case):
     _, objects, values = case
     webhook = one(objects, "Deployment", RELEASE)

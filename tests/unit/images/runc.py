@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from provingground.images.catalog import REPO_ROOT
+from provingground.node import node_dir
 
 
 def find_runc() -> Path | None:
-    """``$RUNC``, else the GPU node's ``.gpunode/bin/runc`` (``make gpunode``), else PATH."""
+    """``$RUNC``, else the real node's runc (``make node``), else the GPU node's, else PATH."""
     for candidate in (
         os.environ.get("RUNC"),
+        str(node_dir() / "bin/runc"),
         str(REPO_ROOT / ".gpunode/bin/runc"),
         shutil.which("runc"),
     ):

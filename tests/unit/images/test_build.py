@@ -142,6 +142,6 @@ def test_make_images_without_runc_says_how_to_get_it(tmp_path, capsys):
         == 1
     )
     err = capsys.readouterr().err.strip().splitlines()
-    hint = "`make gpunode` builds .gpunode/bin/runc"
+    hint = "`make node` builds the real node's runc"
     assert err == [f"images: {tmp_path / 'runc'} not found or not executable; {hint}"]
     assert not (tmp_path / "o").exists()  # nothing half-written

@@ -1,7 +1,7 @@
 """The images `make images` built, unpacked: what the Dockerfile promises, checked in the image.
 
-Needs `.images/` (`make images`); the runs need root and runc (`make gpunode` builds
-.gpunode/bin/runc; RUNC=path overrides). Each test skips, saying which, when one is missing.
+Needs `.images/` (`make images`); the runs need root and runc (`make node` builds
+the real node's; RUNC=path overrides). Each test skips, saying which, when one is missing.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _runc() -> Path:
         pytest.skip("running a container needs root")
     runc = find_runc()
     if runc is None:
-        pytest.skip("no runc: `make gpunode` builds .gpunode/bin/runc (or set RUNC=path)")
+        pytest.skip("no runc: `make node` builds the real node's (or set RUNC=path)")
     return runc
 
 
@@ -77,6 +77,20 @@ def test_operator_version_runs_in_the_image_read_only_as_65532(operator_rootfs, 
     proc = run_in_image(_runc(), bundle / "rootfs", layout.config["config"], args, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("dask-gpu-parity ")
+
+
+def test_the_operator_user_has_a_name_and_home_without_the_charts_env(operator_rootfs, tmp_path):
+    # kopf's identity is getpass.getuser() unless POD_ID is set (the chart sets it; docker run
+    # does not), and the Kubernetes client resolves a home directory at import.
+    bundle, layout = operator_rootfs
+    args = [
+        "python",
+        "-c",
+        "import getpass, pathlib; print(getpass.getuser(), pathlib.Path.home())",
+    ]
+    proc = run_in_image(_runc(), bundle / "rootfs", layout.config["config"], args, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["nonroot", "/nonexistent"]
 
 
 def test_probe_image_is_tiny_and_holds_the_probe(tmp_path):
