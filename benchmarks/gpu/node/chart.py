@@ -100,6 +100,38 @@ class Forwarder:
             _ifaddr("0.0.0.0", None)  # deletes the alias
 
 
+def unpack_images(chart_dir: Path, images: Path, sh: Callable[..., str]) -> list[str]:
+    """``images/chart.tar``: the split xz layout, with any ``*-update.tar.xz`` laid over it.
+
+    An update holds one rebuilt image without the layers it shares with the first archive
+    (``chart_prep.py``): its blobs join the layout and its manifest replaces the old one's.
+    """
+    layout, upd = images / "chart-layout", images / "chart-update"
+    layout.mkdir(exist_ok=True)
+    parts = " ".join(str(p) for p in sorted(chart_dir.glob("images.tar.xz.*")))
+    sh(["sh", "-c", f"cat {parts} | xz -T0 -dc | tar -x -C {layout}"], check=True, timeout=300)
+    index = json.loads((layout / "index.json").read_text())
+    for update in sorted(chart_dir.glob("*-update.tar.xz")):
+        upd.mkdir()
+        sh(["sh", "-c", f"xz -T0 -dc {update} | tar -x -C {upd}"], check=True, timeout=300)
+        for blob in (upd / "blobs" / "sha256").iterdir():
+            blob.replace(layout / "blobs" / "sha256" / blob.name)
+        new = json.loads((upd / "index.json").read_text())["manifests"]
+        names = {m["annotations"]["io.containerd.image.name"] for m in new}
+        index["manifests"] = [
+            m
+            for m in index["manifests"]
+            if m["annotations"]["io.containerd.image.name"] not in names
+        ] + new
+        sh(["rm", "-rf", str(upd)], check=True)
+    (layout / "index.json").write_text(json.dumps(index))
+    sh(["tar", "-cf", str(images / "chart.tar"), "-C", str(layout), "."], check=True, timeout=300)
+    sh(["rm", "-rf", str(layout)], check=True, timeout=120)
+    return [
+        f"{m['annotations']['io.containerd.image.name']} {m['digest']}" for m in index["manifests"]
+    ]
+
+
 def pod_rows(node: Any, namespace: str) -> list[dict[str, Any]]:
     """Each Pod's node, phase, readiness, and its containers' image and imageID."""
     out = json.loads(node.kubectl("get", "pods", "-n", namespace, "-o", "json", check=True))

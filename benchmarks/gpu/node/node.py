@@ -322,9 +322,10 @@ class Node:
         self.summary["image"]["build_s"] = round(time.monotonic() - t, 2)
         self.log("dask image:", {k: v for k, v in self.summary["image"].items() if k != "wheels"})
         if self.args.chart:  # the images make images built (chart_prep.py), one OCI archive
+            import chart  # type: ignore[import-not-found]  # beside this script
+
             t = time.monotonic()
-            parts = " ".join(str(p) for p in sorted(self.args.chart.glob("images.tar.xz.*")))
-            sh(["sh", "-c", f"cat {parts} | xz -T0 -dc > {images / 'chart.tar'}"], check=True)
+            self.summary["chart_images"] = chart.unpack_images(self.args.chart, images, sh)
             self.summary["chart_images_unpacked_s"] = round(time.monotonic() - t, 2)
         self.mark("image built")
 
@@ -1155,7 +1156,7 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
                 node.host_probe()
             if args.chart:
                 node.kubectl("create", "namespace", NS, check=True)
-                import chart  # type: ignore[import-not-found]  # beside this script
+                import chart  # beside this script (imported by images())
 
                 chart.run(node, args.chart.resolve(), sh, wait)
             else:
