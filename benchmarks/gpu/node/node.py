@@ -1136,6 +1136,9 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
         "(DIR: chart_prep.py's output), DaskClusters and the CuPy example through them (chart.py)",
     )
     parser.add_argument(
+        "--chart-cupy-only", action="store_true", help="--chart without the two DaskClusters"
+    )
+    parser.add_argument(
         "--operator-rounds", type=int, default=1, help="how often to apply both DaskClusters"
     )
     parser.add_argument(
@@ -1158,7 +1161,7 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
                 node.kubectl("create", "namespace", NS, check=True)
                 import chart  # beside this script (imported by images())
 
-                chart.run(node, args.chart.resolve(), sh, wait)
+                chart.run(node, args.chart.resolve(), sh, wait, not args.chart_cupy_only)
             else:
                 node.flow()
             if args.operators:
