@@ -1,23 +1,18 @@
 """Both operators as Pods from their images, installed from their charts (``node.py --chart``).
 
-Standard library only, like ``node.py``. ``chart_prep.py`` made what this reads, on the build
-machine: both charts rendered by ``helm template`` (the dask operator's own chart from the
-dask-kubernetes sdist, ``charts/dask-gpu-parity`` with its defaults) and the images ``make
-images`` built from the Dockerfiles, which the node imports with its other images.
+Standard library only. ``chart_prep.py`` made the input on the build machine: both charts
+rendered by ``helm template`` and the images ``make images`` built from the Dockerfiles. No
+iptables here, so no kube-proxy; two stand-ins, neither in the charts' manifests:
 
-This machine has no iptables, so no kube-proxy: two stand-ins, neither in the charts' manifests.
+- Pods reach the API server through ``KUBERNETES_SERVICE_HOST`` (the ``kubernetes`` ClusterIP,
+  in the API server's certificate) and port 443: that address goes on ``lo`` as a /32 and a
+  userspace forwarder (kube-proxy's former userspace mode, one Service) passes it to
+  ``127.0.0.1:6443``.
+- The API server calls the webhooks at their Service's endpoints (``--enable-aggregator-routing``
+  routes admission webhooks too), checking the Service's DNS name against the chart's certificate.
 
-- Pods reach the API server as in any cluster, through ``KUBERNETES_SERVICE_HOST`` (the
-  ``kubernetes`` Service's ClusterIP, in the API server's certificate) and port 443: that address
-  is put on ``lo`` as a /32 and a userspace forwarder (kube-proxy's former userspace mode, for one
-  Service) passes ``10.0.0.1:443`` to the API server's ``127.0.0.1:6443``.
-- The API server calls the webhooks at the Service's endpoints (``--enable-aggregator-routing``,
-  which also routes admission webhooks), verifying the Service's DNS name against the chart's
-  certificate as it would through the ClusterIP.
-
-Then, through the installed webhooks: the passing and the failing RAPIDS DaskCluster (the
-operators' flow, ``operators.py``), and the RAPIDS CuPy example on a cluster whose scheduler the
-webhook mutated (the workers reach the scheduler at its Pod's address: no cluster DNS here).
+Then the passing and the failing RAPIDS DaskCluster (``operators.py``) and the RAPIDS CuPy
+example on a cluster whose scheduler the webhook mutated (workers reach it at its Pod's address).
 """
 
 from __future__ import annotations
@@ -100,60 +95,21 @@ class Forwarder:
             _ifaddr("0.0.0.0", None)  # deletes the alias
 
 
-def unpack_images(chart_dir: Path, images: Path, sh: Callable[..., str]) -> list[str]:
-    """``images/chart.tar``: the split xz layout, with any ``*-update.tar.xz`` laid over it.
-
-    An update holds one rebuilt image without the layers it shares with the first archive
-    (``chart_prep.py``): its blobs join the layout and its manifest replaces the old one's.
-    """
-    layout, upd = images / "chart-layout", images / "chart-update"
-    layout.mkdir(exist_ok=True)
-    parts = " ".join(str(p) for p in sorted(chart_dir.glob("images.tar.xz.*")))
-    sh(["sh", "-c", f"cat {parts} | xz -T0 -dc | tar -x -C {layout}"], check=True, timeout=300)
-    index = json.loads((layout / "index.json").read_text())
-    for update in sorted(chart_dir.glob("*-update.tar.xz")):
-        upd.mkdir()
-        sh(["sh", "-c", f"xz -T0 -dc {update} | tar -x -C {upd}"], check=True, timeout=300)
-        for blob in (upd / "blobs" / "sha256").iterdir():
-            blob.replace(layout / "blobs" / "sha256" / blob.name)
-        new = json.loads((upd / "index.json").read_text())["manifests"]
-        names = {m["annotations"]["io.containerd.image.name"] for m in new}
-        index["manifests"] = [
-            m
-            for m in index["manifests"]
-            if m["annotations"]["io.containerd.image.name"] not in names
-        ] + new
-        sh(["rm", "-rf", str(upd)], check=True)
-    (layout / "index.json").write_text(json.dumps(index))
-    sh(["tar", "-cf", str(images / "chart.tar"), "-C", str(layout), "."], check=True, timeout=300)
-    sh(["rm", "-rf", str(layout)], check=True, timeout=120)
-    return [
-        f"{m['annotations']['io.containerd.image.name']} {m['digest']}" for m in index["manifests"]
-    ]
-
-
 def pod_rows(node: Any, namespace: str) -> list[dict[str, Any]]:
     """Each Pod's node, phase, readiness, and its containers' image and imageID."""
     out = json.loads(node.kubectl("get", "pods", "-n", namespace, "-o", "json", check=True))
-    rows = []
-    for pod in out["items"]:
-        st = pod.get("status") or {}
-        rows.append(
-            {
-                "name": pod["metadata"]["name"],
-                "node": pod["spec"].get("nodeName"),
-                "phase": st.get("phase"),
-                "ready": any(
-                    c["type"] == "Ready" and c["status"] == "True"
-                    for c in st.get("conditions") or []
-                ),
-                "containers": [
-                    {k: c.get(k) for k in ("name", "image", "imageID", "restartCount")}
-                    for c in st.get("containerStatuses") or []
-                ],
-            }
-        )
-    return rows
+    keys = ("name", "image", "imageID", "restartCount")
+    return [
+        {
+            "name": pod["metadata"]["name"],
+            "node": pod["spec"].get("nodeName"),
+            "phase": (st := pod.get("status") or {}).get("phase"),
+            "ready": {"type": "Ready", "status": "True"}
+            in [{k: c.get(k) for k in ("type", "status")} for c in st.get("conditions") or []],
+            "containers": [{k: c.get(k) for k in keys} for c in st.get("containerStatuses") or []],
+        }
+        for pod in out["items"]
+    ]
 
 
 def install(node: Any, rendered: Path, wait: Callable[..., Any], result: dict[str, Any]) -> None:
@@ -209,7 +165,9 @@ def with_host_cupy(doc: dict[str, Any], site: str, cuda: str, pyname: str) -> No
                 c["args"] += ["--nthreads", "1"]
 
 
-def cupy(node: Any, wait: Callable[..., Any], result: dict[str, Any]) -> None:
+def cupy(  # noqa: PLR0915  # one linear story
+    node: Any, wait: Callable[..., Any], result: dict[str, Any]
+) -> None:
     """The RAPIDS CuPy example on a DaskCluster our webhook mutated."""
     site, cuda, client_env = node.cupy_env()
     res: dict[str, Any] = result.setdefault("cupy", {"site_packages": site, "cuda_path": cuda})
@@ -243,21 +201,17 @@ def cupy(node: Any, wait: Callable[..., Any], result: dict[str, Any]) -> None:
     pod = wait(f"{name} scheduler running", running, 150, node.log, 0.5)
     res["scheduler_running_s"] = round(time.monotonic() - t, 2)
     ip, pname = pod["status"]["podIP"], pod["metadata"]["name"]
-    wait(
-        f"{name} scheduler listening",
-        lambda: "Scheduler at:" in k("logs", "-n", ns, pname, "-c", "scheduler"),
-        60,
-        node.log,
-        0.5,
-    )
+
+    def listening() -> bool:
+        return "Scheduler at:" in k("logs", "-n", ns, pname, "-c", "scheduler")
+
+    wait(f"{name} scheduler listening", listening, 60, node.log, 0.5)
     selector = f"dask.org/cluster-name={name},dask.org/component=worker"
-    deploy = wait(
-        f"{name} worker Deployment",
-        lambda: k("get", "deployment", "-n", ns, "-l", selector, "-o", "name").strip(),
-        60,
-        node.log,
-        0.5,
-    )
+
+    def deployment() -> str:
+        return str(k("get", "deployment", "-n", ns, "-l", selector, "-o", "name")).strip()
+
+    deploy = wait(f"{name} worker Deployment", deployment, 60, node.log, 0.5)
     # The operator points the workers at the scheduler Service's DNS name; no cluster DNS here.
     # Recreate: the old worker holds the second GPU share, a surge Pod would wait for it forever.
     recreate = {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": None}}}

@@ -13,6 +13,8 @@ Run on the build machine (``make images`` done, helm and the dask-kubernetes sdi
   (``make images``), each layer stored once and uncompressed (their ``diff_id``), the whole
   xz-compressed and split so that each part fits one device call. The images' config digests
   (their IDs) are unchanged: only the layers' transport encoding differs.
+
+On the GPU machine ``node.py --chart`` calls ``unpack_images`` (standard library only).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -146,6 +149,38 @@ def render(helm: Path, out: Path, dask_operator_image: str, dask_chart: Path) ->
         crds, rest = split_crds(text)
         (rendered / f"{key}-crds.yaml").write_text(crds)
         (rendered / f"{key}.yaml").write_text(rest)
+
+
+def unpack_images(chart_dir: Path, images: Path, sh: Callable[..., str]) -> list[str]:
+    """``images/chart.tar``: the split xz layout, with any ``*-update.tar.xz`` laid over it.
+
+    An update holds one rebuilt image without the layers it shares with the first archive
+    (``chart_prep.py``): its blobs join the layout and its manifest replaces the old one's.
+    """
+    layout, upd = images / "chart-layout", images / "chart-update"
+    layout.mkdir(exist_ok=True)
+    parts = " ".join(str(p) for p in sorted(chart_dir.glob("images.tar.xz.*")))
+    sh(["sh", "-c", f"cat {parts} | xz -T0 -dc | tar -x -C {layout}"], check=True, timeout=300)
+    index = json.loads((layout / "index.json").read_text())
+    for update in sorted(chart_dir.glob("*-update.tar.xz")):
+        upd.mkdir()
+        sh(["sh", "-c", f"xz -T0 -dc {update} | tar -x -C {upd}"], check=True, timeout=300)
+        for blob in (upd / "blobs" / "sha256").iterdir():
+            blob.replace(layout / "blobs" / "sha256" / blob.name)
+        new = json.loads((upd / "index.json").read_text())["manifests"]
+        names = {m["annotations"]["io.containerd.image.name"] for m in new}
+        index["manifests"] = [
+            m
+            for m in index["manifests"]
+            if m["annotations"]["io.containerd.image.name"] not in names
+        ] + new
+        sh(["rm", "-rf", str(upd)], check=True)
+    (layout / "index.json").write_text(json.dumps(index))
+    sh(["tar", "-cf", str(images / "chart.tar"), "-C", str(layout), "."], check=True, timeout=300)
+    sh(["rm", "-rf", str(layout)], check=True, timeout=120)
+    return [
+        f"{m['annotations']['io.containerd.image.name']} {m['digest']}" for m in index["manifests"]
+    ]
 
 
 def main() -> int:

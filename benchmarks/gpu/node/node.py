@@ -322,10 +322,10 @@ class Node:
         self.summary["image"]["build_s"] = round(time.monotonic() - t, 2)
         self.log("dask image:", {k: v for k, v in self.summary["image"].items() if k != "wheels"})
         if self.args.chart:  # the images make images built (chart_prep.py), one OCI archive
-            import chart  # type: ignore[import-not-found]  # beside this script
+            import chart_prep  # type: ignore[import-not-found]  # beside this script
 
             t = time.monotonic()
-            self.summary["chart_images"] = chart.unpack_images(self.args.chart, images, sh)
+            self.summary["chart_images"] = chart_prep.unpack_images(self.args.chart, images, sh)
             self.summary["chart_images_unpacked_s"] = round(time.monotonic() - t, 2)
         self.mark("image built")
 
@@ -1159,7 +1159,7 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
                 node.host_probe()
             if args.chart:
                 node.kubectl("create", "namespace", NS, check=True)
-                import chart  # beside this script (imported by images())
+                import chart  # type: ignore[import-not-found]  # beside this script
 
                 chart.run(node, args.chart.resolve(), sh, wait, not args.chart_cupy_only)
             else:
