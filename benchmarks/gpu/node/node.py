@@ -321,6 +321,12 @@ class Node:
         self.summary["image"] = json.loads(out.splitlines()[-1])
         self.summary["image"]["build_s"] = round(time.monotonic() - t, 2)
         self.log("dask image:", {k: v for k, v in self.summary["image"].items() if k != "wheels"})
+        if self.args.chart:  # the images make images built (chart_prep.py), one OCI archive
+            import chart_prep  # type: ignore[import-not-found]  # beside this script
+
+            t = time.monotonic()
+            self.summary["chart_images"] = chart_prep.unpack_images(self.args.chart, images, sh)
+            self.summary["chart_images_unpacked_s"] = round(time.monotonic() - t, 2)
         self.mark("image built")
 
     def control_plane(self) -> None:
@@ -374,6 +380,8 @@ class Node:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+                # --chart: webhooks called at their Service's endpoints (no kube-proxy here)
+                *(["--enable-aggregator-routing=true"] if self.args.chart else []),
             ],
         )
         wait(
@@ -438,6 +446,8 @@ class Node:
         """
         images = self.root / "images"
         archives = [images / "dask.tar", images / "probe.tar"]
+        if self.args.chart:
+            archives.append(images / "chart.tar")
         taints = [{"key": GPU, "value": "present", "effect": "NoSchedule"}] if self.gpu else []
         spec = NodeSpec(
             name=NODE,
@@ -869,8 +879,8 @@ class Node:
         self.kubectl("delete", "-f", str(man / "scheduler-fail.yaml"), "--wait=true", timeout=120)
         wait("fail pod gone", lambda: not self.pods("rapids-tcp-nogpu"), 90, self.log, every=0.25)
 
-    def cupy_phase(self) -> None:  # noqa: PLR0915  # one linear story per variant
-        """The RAPIDS CuPy example through real pods: the scheduler as written, then as fixed."""
+    def cupy_env(self) -> tuple[str, str, dict[str, str]]:
+        """CuPy's site-packages and the CUDA toolkit on this machine, and the client's env."""
         site = sh(
             [
                 self.args.python,
@@ -887,12 +897,17 @@ class Node:
         cuda = cuda_path[0] if cuda_path[0].startswith("/") else ""
         if not cuda and Path("/usr/local/cuda/include").is_dir():
             cuda = "/usr/local/cuda"
-        results_cuda = {"cuda_path": cuda}
         client_site = self.root / "client-site"
         for wheel in sorted(self.args.wheels.glob("*.whl")):
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(client_site)
         client_env = {**self.env, "PYTHONPATH": str(client_site), "PYTHONUNBUFFERED": "1"}
+        return site.strip().splitlines()[-1], cuda, client_env
+
+    def cupy_phase(self) -> None:  # noqa: PLR0915  # one linear story per variant
+        """The RAPIDS CuPy example through real pods: the scheduler as written, then as fixed."""
+        site, cuda, client_env = self.cupy_env()
+        results_cuda = {"cuda_path": cuda}
         man = self.payload / "manifests"
         results = self.summary["cupy"] = {"site_packages": site, **results_cuda}
         for variant in ("without", "with"):
@@ -1085,7 +1100,7 @@ class Node:
         self.label()
 
 
-def main() -> int:
+def main() -> int:  # noqa: PLR0915  # one statement per option
     """Command line: see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["run", "up"])
@@ -1114,6 +1129,16 @@ def main() -> int:
         "archive (provingground/node/operator_site.sh), DaskClusters applied (operators.py)",
     )
     parser.add_argument(
+        "--chart",
+        type=Path,
+        metavar="DIR",
+        help="then both operators installed from their charts as Pods from the built images "
+        "(DIR: chart_prep.py's output), DaskClusters and the CuPy example through them (chart.py)",
+    )
+    parser.add_argument(
+        "--chart-cupy-only", action="store_true", help="--chart without the two DaskClusters"
+    )
+    parser.add_argument(
         "--operator-rounds", type=int, default=1, help="how often to apply both DaskClusters"
     )
     parser.add_argument(
@@ -1132,7 +1157,13 @@ def main() -> int:
         else:
             if node.gpu:
                 node.host_probe()
-            node.flow()
+            if args.chart:
+                node.kubectl("create", "namespace", NS, check=True)
+                import chart  # type: ignore[import-not-found]  # beside this script
+
+                chart.run(node, args.chart.resolve(), sh, wait, not args.chart_cupy_only)
+            else:
+                node.flow()
             if args.operators:
                 # Beside this script (sys.path[0] when it runs); mypy reads the same file as
                 # benchmarks.gpu.node.operators, so this name is unknown to it.
