@@ -18,7 +18,6 @@ that runs containers (on a production cluster: the system pool, e.g.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .daskchart import operator_chart
+from .process import Tool, helm_env
 
 __all__ = [
     "DASK_OPERATOR_NAMESPACE",
@@ -64,28 +64,11 @@ class Helm:
     """The proving-ground helm binary with a private home (no repositories, no user config)."""
 
     def __init__(self, binary: Path, home: Path, kubeconfig: Path) -> None:
-        self.binary = binary
-        self.env = {
-            **os.environ,
-            "KUBECONFIG": str(kubeconfig),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
+        self.tool = Tool([binary], helm_env(home, kubeconfig), error=InstallError, shown=2)
 
     def run(self, *args: str, check: bool = True, timeout: float = 600) -> str:
         """Run helm; return its stdout, raise ``InstallError`` with its stderr on failure."""
-        proc = subprocess.run(
-            [str(self.binary), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            raise InstallError(f"helm {' '.join(args[:2])} failed: {proc.stderr.strip()}")
-        return proc.stdout
+        return self.tool.run(*args, check=check, timeout=timeout).stdout
 
 
 def split_reference(reference: str) -> tuple[str, str]:
