@@ -37,6 +37,7 @@ __all__ = [
     "Helm",
     "InstallError",
     "Installed",
+    "ensure_namespace",
     "install",
     "install_dask_operator",
     "install_parity",
@@ -90,7 +91,8 @@ def _node_selector(node: str) -> dict[str, str]:
     return {"nodeSelector.kubernetes\\.io/hostname": node}
 
 
-def _namespace(kubectl: Kubectl, name: str, labels: Mapping[str, str]) -> None:
+def ensure_namespace(kubectl: Kubectl, name: str, labels: Mapping[str, str] | None = None) -> None:
+    """Create namespace ``name`` unless it exists; set ``labels`` on it (overwriting)."""
     if kubectl("get", "namespace", name, check=False).returncode != 0:
         kubectl("create", "namespace", name)
     if labels:
@@ -106,7 +108,7 @@ def install_dask_operator(
     release's tag: the sdist's chart says ``set-by-chartpress``), pulled only if not present.
     """
     name, tag = split_reference(image)
-    _namespace(kubectl, DASK_OPERATOR_NAMESPACE, {})
+    ensure_namespace(kubectl, DASK_OPERATOR_NAMESPACE)
     values = {
         "image.name": name,
         "image.tag": tag,
@@ -153,7 +155,7 @@ def install_parity(
     refuses any Pod of the chart that breaks it. ``--wait`` returns once both Deployments are
     Ready: the webhook Pods' readiness probe is the webhook port answering.
     """
-    _namespace(kubectl, NAMESPACE, RESTRICTED)
+    ensure_namespace(kubectl, NAMESPACE, RESTRICTED)
     return helm.run(
         "install",
         RELEASE,
