@@ -23,7 +23,7 @@ from .apiserver import SERVICE_CIDR, apiserver_args
 from .binaries import Binaries, find_binaries
 from .kubeconfig import get, write_kubeconfig
 from .pki import CertificateAuthority, write_key
-from .process import ComponentError, Process
+from .process import ComponentError, Process, Tool
 
 __all__ = ["ComponentError", "ControlPlane", "Ports", "free_port"]
 
@@ -145,20 +145,10 @@ class ControlPlane:
         self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
         """Run the kubectl built with this control plane; raise with stderr on failure."""
-        proc = subprocess.run(
-            [str(self.binaries.kubectl), "--kubeconfig", str(self.kubeconfig), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-            check=False,
+        kubectl = Tool(
+            [self.binaries.kubectl, "--kubeconfig", self.kubeconfig], self.env, error=RuntimeError
         )
-        if check and proc.returncode != 0:
-            raise RuntimeError(
-                f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}"
-            )
-        return proc
+        return kubectl.run(*args, check=check, input=input, timeout=timeout)
 
     def api_get(self, path: str) -> tuple[int, Any]:
         """GET an API path as the admin user; return (status, parsed JSON or text)."""

@@ -25,7 +25,7 @@ from dask_gpu_parity.core.inventory import Inventory
 
 from .binaries import BinariesMissingError, StaleCacheError, find_binaries
 from .ground import ProvingGround
-from .install import InstallError
+from .install import InstallError, ensure_namespace
 from .install_demo import install_hooks
 from .manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
 from .parity import ParityOperator
@@ -50,18 +50,10 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-def _namespace(ground: ProvingGround, name: str, labels: dict[str, str] | None = None) -> None:
-    cp = ground.control_plane
-    if cp.kubectl("get", "namespace", name, check=False).returncode != 0:
-        cp.kubectl("create", "namespace", name)
-    for key, value in (labels or {}).items():
-        cp.kubectl("label", "namespace", name, f"{key}={value}", "--overwrite")
-
-
 def _apply(ground: ProvingGround, doc: dict[str, Any], source: str) -> bool:
     ns = doc["metadata"].get("namespace") or DEMO_NAMESPACE
     doc["metadata"]["namespace"] = ns
-    _namespace(ground, ns)
+    ensure_namespace(ground.control_plane.kubectl, ns)
     proc = ground.control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
     what = f"{doc['kind']} {ns}/{doc['metadata']['name']} from {source}"
     warnings = [f"    {line}" for line in proc.stderr.splitlines() if line.startswith("Warning: ")]
@@ -254,7 +246,7 @@ def _scheduler_pool(ground: ProvingGround, examples: Path, timeout: float) -> in
     cp.kubectl("wait", "--for=delete", "pods", "--all", "-n", DEMO_NAMESPACE, "--timeout=60s")
     _say(f"\nWith {_rel(policy)} (scheduler pool Tesla-T4) in namespace {POOL_NAMESPACE}:")
     ground.control_plane.kubectl("apply", "-f", str(policy))
-    _namespace(ground, POOL_NAMESPACE, selector)
+    ensure_namespace(ground.control_plane.kubectl, POOL_NAMESPACE, selector)
     time.sleep(2)  # the operator's policy and namespace indices catch up
     doc = yaml.safe_load(cluster.read_text())
     doc["metadata"]["namespace"] = POOL_NAMESPACE

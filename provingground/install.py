@@ -18,7 +18,6 @@ that runs containers (on a production cluster: the system pool, e.g.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .daskchart import operator_chart
+from .process import Tool, helm_env
 
 __all__ = [
     "DASK_OPERATOR_NAMESPACE",
@@ -37,6 +37,7 @@ __all__ = [
     "Helm",
     "InstallError",
     "Installed",
+    "ensure_namespace",
     "install",
     "install_dask_operator",
     "install_parity",
@@ -64,28 +65,11 @@ class Helm:
     """The proving-ground helm binary with a private home (no repositories, no user config)."""
 
     def __init__(self, binary: Path, home: Path, kubeconfig: Path) -> None:
-        self.binary = binary
-        self.env = {
-            **os.environ,
-            "KUBECONFIG": str(kubeconfig),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
+        self.tool = Tool([binary], helm_env(home, kubeconfig), error=InstallError, shown=2)
 
     def run(self, *args: str, check: bool = True, timeout: float = 600) -> str:
         """Run helm; return its stdout, raise ``InstallError`` with its stderr on failure."""
-        proc = subprocess.run(
-            [str(self.binary), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            raise InstallError(f"helm {' '.join(args[:2])} failed: {proc.stderr.strip()}")
-        return proc.stdout
+        return self.tool.run(*args, check=check, timeout=timeout).stdout
 
 
 def split_reference(reference: str) -> tuple[str, str]:
@@ -107,7 +91,8 @@ def _node_selector(node: str) -> dict[str, str]:
     return {"nodeSelector.kubernetes\\.io/hostname": node}
 
 
-def _namespace(kubectl: Kubectl, name: str, labels: Mapping[str, str]) -> None:
+def ensure_namespace(kubectl: Kubectl, name: str, labels: Mapping[str, str] | None = None) -> None:
+    """Create namespace ``name`` unless it exists; set ``labels`` on it (overwriting)."""
     if kubectl("get", "namespace", name, check=False).returncode != 0:
         kubectl("create", "namespace", name)
     if labels:
@@ -123,7 +108,7 @@ def install_dask_operator(
     release's tag: the sdist's chart says ``set-by-chartpress``), pulled only if not present.
     """
     name, tag = split_reference(image)
-    _namespace(kubectl, DASK_OPERATOR_NAMESPACE, {})
+    ensure_namespace(kubectl, DASK_OPERATOR_NAMESPACE)
     values = {
         "image.name": name,
         "image.tag": tag,
@@ -170,7 +155,7 @@ def install_parity(
     refuses any Pod of the chart that breaks it. ``--wait`` returns once both Deployments are
     Ready: the webhook Pods' readiness probe is the webhook port answering.
     """
-    _namespace(kubectl, NAMESPACE, RESTRICTED)
+    ensure_namespace(kubectl, NAMESPACE, RESTRICTED)
     return helm.run(
         "install",
         RELEASE,

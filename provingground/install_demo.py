@@ -20,7 +20,7 @@ import yaml
 
 from .binaries import find_binaries
 from .ground import ProvingGround
-from .install import Helm, Installed, install, pods_wide
+from .install import Helm, Installed, ensure_namespace, install, pods_wide
 from .realnode import (
     BuiltImages,
     ImagesMissingError,
@@ -148,8 +148,7 @@ def install_hook(
             _say(f"\n$ helm install {release} ...\n{out.rstrip()}")
         _say(f"\nBoth charts installed and Ready in {time.monotonic() - t0:.1f}s")
         _say(f"\n$ kubectl get pods -A -o wide\n{pods_wide(cp.kubectl)}")
-        if cp.kubectl("get", "namespace", CPU_NAMESPACE, check=False).returncode != 0:
-            cp.kubectl("create", "namespace", CPU_NAMESPACE)
+        ensure_namespace(cp.kubectl, CPU_NAMESPACE)
         doc = cpu_dask_cluster("cpu-only", images.dask, node)
         cp.kubectl("apply", "-n", CPU_NAMESPACE, "-f", "-", input=json.dumps(doc))
         _say(f"\nCPU DaskCluster {CPU_NAMESPACE}/cpu-only ({images.dask}) applied with kubectl")

@@ -3,6 +3,9 @@
 Every process is started in a new session (process group) with ``PR_SET_PDEATHSIG`` so it
 dies with the Python process that started it, even on SIGKILL; it is stopped by its process
 group id, never by name.
+
+The proving ground's command-line tools (helm, kubectl) run to completion through one runner,
+:class:`Tool`: output captured, a time limit, and a failure raised with the tool's stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["ComponentError", "Process", "log_tail", "stop_all"]
+__all__ = ["ComponentError", "Process", "Tool", "ToolError", "helm_env", "log_tail", "stop_all"]
 
 _PR_SET_PDEATHSIG = 1
 _LIVE: dict[int, Process] = {}  # insertion order = start order
@@ -25,6 +28,72 @@ _LIVE: dict[int, Process] = {}  # insertion order = start order
 
 class ComponentError(RuntimeError):
     """A component failed to start or became unhealthy; the message carries its log tail."""
+
+
+class ToolError(RuntimeError):
+    """A tool exited non-zero; the message names the call and carries its stderr."""
+
+
+class Tool:
+    """A command-line tool run to completion: output captured as text, failures raised.
+
+    Args:
+        argv: The binary and the arguments every call starts with (e.g. ``--kubeconfig``).
+        env: The tool's environment (default: this process's).
+        error: What a failed call raises, given the message (a caller's own error type).
+        shown: How many of a call's arguments the failure names (default: all).
+        timeout: The default time limit of a call, in seconds.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str | os.PathLike[str]],
+        env: Mapping[str, str] | None = None,
+        *,
+        error: Callable[[str], Exception] = ToolError,
+        shown: int | None = None,
+        timeout: float = 600,
+    ) -> None:
+        self.argv = [str(a) for a in argv]
+        self.env = dict(env) if env is not None else None
+        self.error = error
+        self.shown = shown
+        self.timeout = timeout
+
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        timeout: float | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the tool with ``args``; with ``check``, a failure raises ``error`` (its stderr)."""
+        proc = subprocess.run(
+            [*self.argv, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=self.timeout if timeout is None else timeout,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            call = " ".join([Path(self.argv[0]).name, *args[: self.shown]])
+            raise self.error(f"{call} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+
+def helm_env(home: Path, kubeconfig: Path | None = None) -> dict[str, str]:
+    """Environment for helm with its config, cache and data under ``home`` (hermetic)."""
+    env = {
+        **os.environ,
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return env
 
 
 def log_tail(path: Path, lines: int = 30, width: int = 400) -> str:

@@ -29,7 +29,7 @@ from .node.host import LOCK_FILE, lock_holder, reachable_address
 from .node.join import join
 from .nodes import api_client, create_nodes, wait_nodes_ready
 from .pools import node_manifests, pools
-from .process import log_tail
+from .process import Tool, log_tail
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,18 +61,10 @@ class E2ECluster:
         self, *args: str, check: bool = True, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run kubectl against the cluster; with ``check``, a failure fails the test."""
-        proc = subprocess.run(
-            [self.kubectl_bin, "--kubeconfig", str(self.kubeconfig), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=120,
-            check=False,
+        kubectl = Tool(
+            [self.kubectl_bin, "--kubeconfig", self.kubeconfig], self.env, error=AssertionError
         )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
-        return proc
+        return kubectl.run(*args, check=check, input=input, timeout=120)
 
 
 def _binaries_or_skip() -> Binaries:

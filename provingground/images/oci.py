@@ -21,16 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from provingground.node.ociimage import (
+    MANIFEST,
+    Filter,
+    blob_name,
+    clean,
+    digest_file,
+    tar_tree,
+    write_documents,
+)
+
 __all__ = ["Layout", "read_archive", "unpack", "unpacked_size", "write_layout"]
 
-INDEX = "application/vnd.oci.image.index.v1+json"
-MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-CONFIG = "application/vnd.oci.image.config.v1+json"
 LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-_CHUNK = 1 << 20
-
-Filter = Callable[[tarfile.TarInfo], tarfile.TarInfo | None]
 
 
 @dataclass(frozen=True)
@@ -62,28 +66,13 @@ class Layout:
         return [layer["digest"] for layer in self.manifest["layers"]]
 
 
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _put(blobs: Path, data: bytes) -> str:
-    digest = _sha256(data)
-    (blobs / digest.removeprefix("sha256:")).write_bytes(data)
-    return digest
-
-
-def _clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uname = info.gname = ""
-    return info
-
-
 def write_layout(
     rootfs: Path,
     dest: Path,
     *,
     config: dict[str, Any],
     annotations: dict[str, str],
-    skip: Filter = _clean,
+    skip: Filter = clean,
 ) -> str:
     """Write ``rootfs`` as a one-layer image into the OCI layout folder ``dest``.
 
@@ -112,41 +101,24 @@ def write_layout(
             _Tee(gz, diff) as sink,
             tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as tar,
         ):
-            for entry in sorted(rootfs.iterdir()):
-                tar.add(str(entry), arcname=entry.name, filter=skip)
+            tar_tree(tar, rootfs, skip)
         gz.close()
-    layer_digest = _file_digest(layer_tmp)
-    layer_size = layer_tmp.stat().st_size
-    layer_tmp.rename(blobs / layer_digest.removeprefix("sha256:"))
-    image = {
-        "architecture": "amd64",
-        "os": "linux",
-        "config": config,
-        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + diff.hexdigest()]},
-    }
-    config_bytes = json.dumps(image, sort_keys=True).encode()
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": MANIFEST,
-        "config": {
-            "mediaType": CONFIG,
-            "digest": _put(blobs, config_bytes),
-            "size": len(config_bytes),
-        },
-        "layers": [{"mediaType": LAYER_GZIP, "digest": layer_digest, "size": layer_size}],
-        "annotations": annotations,
-    }
-    manifest_bytes = json.dumps(manifest, sort_keys=True).encode()
-    digest = _put(blobs, manifest_bytes)
-    index = {
-        "schemaVersion": 2,
-        "mediaType": INDEX,
-        "manifests": [{"mediaType": MANIFEST, "digest": digest, "size": len(manifest_bytes)}],
-    }
-    (tmp / "index.json").write_text(json.dumps(index, sort_keys=True))
-    (tmp / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    layer_digest = digest_file(layer_tmp)
+    layer = {"mediaType": LAYER_GZIP, "digest": layer_digest, "size": layer_tmp.stat().st_size}
+    layer_tmp.rename(tmp / blob_name(layer_digest))
+    digest, _ = write_documents(
+        lambda member, data: _write(tmp / member, data),
+        layer,
+        "sha256:" + diff.hexdigest(),
+        config,
+        annotations=annotations,
+    )
     tmp.rename(dest)
     return digest
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
 
 
 class _Tee(io.RawIOBase):
@@ -162,14 +134,6 @@ class _Tee(io.RawIOBase):
         self._sha.update(data)
         self._out.write(data)
         return len(data)
-
-
-def _file_digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            sha.update(chunk)
-    return "sha256:" + sha.hexdigest()
 
 
 @contextmanager
@@ -189,10 +153,6 @@ def _opener(path: Path) -> Iterator[Callable[[str], IO[bytes]]]:
             return f
 
         yield open_member
-
-
-def _blob(digest: str) -> str:
-    return "blobs/sha256/" + digest.removeprefix("sha256:")
 
 
 def read_archive(path: Path, layer: Callable[[IO[bytes]], None] | None = None) -> Layout:
@@ -221,13 +181,13 @@ def read_archive(path: Path, layer: Callable[[IO[bytes]], None] | None = None) -
                 f"{path}: expected one image manifest in index.json, found {len(manifests)}"
             )
         desc = manifests[0]
-        with open_member(_blob(desc["digest"])) as f:
+        with open_member(blob_name(desc["digest"])) as f:
             manifest = json.load(f)
-        with open_member(_blob(manifest["config"]["digest"])) as f:
+        with open_member(blob_name(manifest["config"]["digest"])) as f:
             config = json.load(f)
         if layer is not None:
             for item in manifest["layers"]:
-                with open_member(_blob(item["digest"])) as f:
+                with open_member(blob_name(item["digest"])) as f:
                     layer(f)
     blobs = {manifest["config"]["digest"]: manifest["config"]["size"]}
     blobs.update({item["digest"]: item["size"] for item in manifest["layers"]})

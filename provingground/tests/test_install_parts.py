@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from provingground.install import split_reference
+from provingground.binaries import BinariesMissingError, StaleCacheError, find_binaries
+from provingground.install import Helm, InstallError, split_reference
 from provingground.install_demo import cpu_dask_cluster
 from provingground.peersuite import compare, outcomes
 from provingground.realnode import BuiltImages
@@ -81,3 +82,23 @@ def test_peer_results_are_read_from_junit_and_differences_marked(tmp_path: Path)
     table = compare(found, {**found, "controller.test_controller::test_b": "passed"})
     rows = table.splitlines()[2:]
     assert [r.endswith("| yes |") for r in rows] == [True, False, True]
+
+
+def test_a_failed_helm_step_is_an_install_error_naming_the_step_and_helms_reason(
+    tmp_path: Path,
+) -> None:
+    try:
+        binary = find_binaries().helm
+    except (BinariesMissingError, StaleCacheError) as exc:
+        pytest.skip(str(exc))
+    # No cluster behind the kubeconfig: helm says it cannot reach one (helm status needs the API).
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+        "'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c}}]\n"
+        "current-context: c\n"
+    )
+    helm = Helm(binary, tmp_path / "home", kubeconfig)
+    with pytest.raises(InstallError, match=r"^helm status dask-gpu-parity failed \(1\): \S"):
+        helm.run("status", "dask-gpu-parity", "--namespace", "dgp-system", timeout=60)
+    assert "version.BuildInfo" in helm.run("version")

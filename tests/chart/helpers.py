@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from provingground.process import Tool, helm_env
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "dask-gpu-parity"
@@ -53,40 +53,11 @@ MUTATING = ("mutate-daskcluster", "mutate-daskjob")
 VALIDATING = ("validate-daskcluster", "validate-daskjob", "validate-daskworkergroup")
 
 
-def helm_env(home: Path) -> dict[str, str]:
-    """Environment for helm with its config, cache and data under ``home`` (hermetic)."""
-    return {
-        **os.environ,
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_DATA_HOME": str(home / "data"),
-    }
-
-
-class Helm:
-    """The proving-ground helm binary, run with a private home."""
+class Helm(Tool):
+    """The proving-ground helm binary, run with a private home; a failed call fails the test."""
 
     def __init__(self, binary: Path, home: Path, kubeconfig: Path | None = None) -> None:
-        self.binary = binary
-        self.env = helm_env(home)
-        if kubeconfig is not None:
-            self.env["KUBECONFIG"] = str(kubeconfig)
-
-    def run(
-        self, *args: str, check: bool = True, timeout: float = 600
-    ) -> subprocess.CompletedProcess[str]:
-        """Run helm; raise with its stderr when ``check`` and it fails."""
-        proc = subprocess.run(
-            [str(self.binary), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"helm {' '.join(args)} failed: {proc.stderr.strip()}")
-        return proc
+        super().__init__([binary], helm_env(home, kubeconfig), error=AssertionError)
 
     def template_args(
         self,

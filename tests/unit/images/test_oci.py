@@ -11,6 +11,7 @@ import tarfile
 
 from provingground.images.bases import busybox_binary
 from provingground.images.oci import read_archive, unpack, unpacked_size, write_layout
+from provingground.node import ociimage
 
 
 def _rootfs(tmp_path):
@@ -73,6 +74,28 @@ def test_unpack_keeps_modes_and_links(tmp_path):
     tool = tmp_path / "out/bin/tool"
     assert tool.stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "out/bin/alias").stat().st_ino == tool.stat().st_ino
+
+
+def test_the_nodes_image_archive_reads_back_with_its_name_config_and_layer(tmp_path):
+    # The archive `ctr images import` reads (provingground/node/ociimage.py): one image, named by
+    # index.json's io.containerd.image.name (containerd docs/man/ctr images import), one
+    # uncompressed layer whose digest is its diff ID (image-spec v1.1.0 config.md).
+    facts = ociimage.build(
+        _rootfs(tmp_path), "localhost/node/x:1", tmp_path / "x.tar", cmd=["/bin/sh"], env=["A=1"]
+    )
+    image = read_archive(tmp_path / "x.tar")
+    assert (image.name, image.digest) == ("localhost/node/x:1", facts["manifest"])
+    assert image.config["config"] == {
+        "Env": ["A=1"],
+        "Entrypoint": None,
+        "Cmd": ["/bin/sh"],
+        "WorkingDir": "/",
+    }
+    assert image.config["rootfs"]["diff_ids"] == image.layers
+    unpack(tmp_path / "x.tar", tmp_path / "out")
+    assert (tmp_path / "out/bin/tool").stat().st_ino == (tmp_path / "out/bin/alias").stat().st_ino
+    with tarfile.open(tmp_path / "x.tar") as tar:
+        assert json.load(tar.extractfile("oci-layout")) == {"imageLayoutVersion": "1.0.0"}
 
 
 def _ar(members):
