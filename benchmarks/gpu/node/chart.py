@@ -1,29 +1,21 @@
-"""Both operators as Pods from their images, installed from their charts (``node.py --chart``).
+"""Both operators as Pods from their images, installed by helm (``node.py --chart``).
 
-Standard library only. ``chart_prep.py`` made the input on the build machine: both charts
-rendered by ``helm template`` and the images ``make images`` built from the Dockerfiles. No
-iptables here, so no kube-proxy; two stand-ins, neither in the charts' manifests:
-
-- Pods reach the API server through ``KUBERNETES_SERVICE_HOST`` (the ``kubernetes`` ClusterIP,
-  in the API server's certificate) and port 443: that address goes on ``lo`` as a /32 and a
-  userspace forwarder (kube-proxy's former userspace mode, one Service) passes it to
-  ``127.0.0.1:6443``.
-- The API server calls the webhooks at their Service's endpoints (``--enable-aggregator-routing``
-  routes admission webhooks too), checking the Service's DNS name against the chart's certificate.
+Standard library only. ``chart_prep.py`` made the input on the build machine: both charts with
+their values, the helm binary, Debian's iptables packages and the images ``make images`` built
+from the Dockerfiles. The node runs kube-proxy (iptables mode) and CoreDNS as the CI node does
+(``provingground/node/``); this machine has no netfilter tools, so ``netfilter_tools`` unpacks
+the carried ones and puts wrappers on the node's ``PATH``. Pods reach the API server at the
+``kubernetes`` ClusterIP, the API server reaches the webhooks at their Service's ClusterIP, and
+the dask workers reach their scheduler at its Service's DNS name, all through kube-proxy.
 
 Then the passing and the failing RAPIDS DaskCluster (``operators.py``) and the RAPIDS CuPy
-example on a cluster whose scheduler the webhook mutated (workers reach it at its Pod's address).
+example on a cluster whose scheduler the webhook mutated.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import socket
-import struct
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,68 +23,35 @@ from typing import Any
 
 import operators  # type: ignore[import-not-found]  # beside this file (sys.path[0])
 
-API_IP, API_PORT, API_TARGET = "10.0.0.1", 443, ("127.0.0.1", 6443)
-ALIAS = b"lo:kapi"
-SIOCSIFADDR, SIOCSIFNETMASK = 0x8916, 0x891C
 PARITY_NS, DASK_NS = "dgp-system", "dask-operator"
 RESTRICTED = [f"pod-security.kubernetes.io/{m}=restricted" for m in ("enforce", "audit", "warn")]
 PROBE = "ghcr.io/dask-gpu-parity/dask-gpu-parity-probe:0.1.0"
+RELEASES = (  # release, chart folder (chart_prep.py), namespace; in install order
+    ("dask-kubernetes-operator", "dask-kubernetes-operator", DASK_NS),
+    ("dask-gpu-parity", "dask-gpu-parity", PARITY_NS),
+)
+# The names kube-proxy runs (iptables mode, IPv4 and IPv6), all in xtables-nft-multi.
+XTABLES = [f"{f}{s}" for f in ("iptables", "ip6tables") for s in ("", "-save", "-restore")]
 
 
-def _ifaddr(address: str, mask: str | None) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for request, value in ((SIOCSIFADDR, address), (SIOCSIFNETMASK, mask)):
-            if value is None:
-                continue
-            sin = struct.pack("HH4s8s", socket.AF_INET, 0, socket.inet_aton(value), b"")
-            fcntl.ioctl(s.fileno(), request, struct.pack("16s16s", ALIAS, sin))
+def netfilter_tools(debs: Path, root: Path, bin_dir: Path, sh: Callable[..., str]) -> str:
+    """Unpack Debian's iptables packages into ``root``; wrappers in ``bin_dir``; its version.
 
-
-class Forwarder:
-    """``API_IP:API_PORT`` on ``lo`` (/32), each connection piped to the API server."""
-
-    def __init__(self) -> None:
-        self.server: socket.socket | None = None
-        self.connections = 0
-
-    def start(self) -> None:
-        """Add the address, listen, accept in a thread."""
-        _ifaddr(API_IP, "255.255.255.255")
-        self.server = socket.create_server((API_IP, API_PORT), reuse_port=False)
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        assert self.server is not None  # started
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            self.connections += 1
-            try:
-                upstream = socket.create_connection(API_TARGET, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def stop(self) -> None:
-        """Stop listening; take the address off ``lo``."""
-        if self.server is not None:
-            self.server.close()
-        with contextlib.suppress(OSError):
-            _ifaddr("0.0.0.0", None)  # deletes the alias
+    Each wrapper runs ``xtables-nft-multi`` (the nf_tables backend, Debian's default) with the
+    packages' libraries and extensions, so nothing of the machine's own changes.
+    """
+    for deb in sorted(debs.glob("*.deb")):
+        sh(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    multi = root / "usr/sbin/xtables-nft-multi"
+    for name in XTABLES:
+        wrapper = bin_dir / name
+        wrapper.write_text(
+            f"#!/bin/sh\nLD_LIBRARY_PATH={lib} XTABLES_LIBDIR={lib / 'xtables'} "
+            f'exec {multi} {name} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+    return sh([str(bin_dir / "iptables"), "--version"], check=True).strip()
 
 
 def pod_rows(node: Any, namespace: str) -> list[dict[str, Any]]:
@@ -112,25 +71,54 @@ def pod_rows(node: Any, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def install(node: Any, rendered: Path, wait: Callable[..., Any], result: dict[str, Any]) -> None:
-    """Apply the rendered charts as ``helm install`` would: CRDs first, then the releases."""
-    k, t = node.kubectl, time.monotonic()
+def helm(node: Any, *args: str, timeout: float = 300) -> str:
+    """The carried helm with a private home, as the admin (raises with helm's stderr)."""
+    home = node.root / "helm"
+    env = {
+        **node.env,
+        "KUBECONFIG": str(node.payload / "admin.kubeconfig"),
+        **{f"HELM_{k}_HOME": str(home / k.lower()) for k in ("CONFIG", "CACHE", "DATA")},
+    }
+    proc = subprocess.run(
+        [str(node.bin / "helm"), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    if proc.returncode:
+        raise RuntimeError(f"helm {' '.join(args[:2])}: {proc.stderr.strip()[-1500:]}")
+    return proc.stdout
+
+
+def install(
+    node: Any,
+    chart_dir: Path,
+    sh: Callable[..., str],
+    wait: Callable[..., Any],
+    result: dict[str, Any],
+) -> None:
+    """``helm install --wait`` of both charts, as ``provingground/install.py`` installs them."""
+    k = node.kubectl
+    sh(["sh", "-c", f"xz -dc {chart_dir / 'helm.xz'} > {node.bin / 'helm'}"], check=True)
+    (node.bin / "helm").chmod(0o755)
+    result["helm_version"] = helm(node, "version", "--short").strip()
     k("create", "namespace", DASK_NS, check=True)
     k("create", "namespace", PARITY_NS, check=True)
     k("label", "namespace", PARITY_NS, *RESTRICTED, check=True)
-    for name in ("dask-operator-crds", "dask-gpu-parity-crds"):
-        k("apply", "--server-side", "-f", str(rendered / f"{name}.yaml"), check=True)
-    k("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s", check=True)
-    result["applied"] = {
-        "dask-operator": k("apply", "-n", DASK_NS, "-f", str(rendered / "dask-operator.yaml")),
-        "dask-gpu-parity": k("apply", "-f", str(rendered / "dask-gpu-parity.yaml"), check=True),
-    }
-    node.log("applied:", result["applied"])
-    for ns in (DASK_NS, PARITY_NS):
-        out = k("wait", "--for=condition=Available", "deployment", "--all", "-n", ns,
-                "--timeout=180s", timeout=200)  # fmt: skip
-        node.log(out)
+    t = time.monotonic()
+    result["helm_install"] = {}
+    for release, folder, ns in RELEASES:
+        out = helm(
+            node, "install", release, str(chart_dir / "charts" / folder), "--namespace", ns,
+            "--values", str(chart_dir / "values" / f"{folder}.json"), "--wait", "--timeout=3m",
+        )  # fmt: skip
+        result["helm_install"][release] = out
         result[f"{ns}_available_s"] = round(time.monotonic() - t, 2)
+        node.log(f"helm install {release}:", out)
+    result["helm_list"] = helm(node, "list", "--all-namespaces")
+    node.log(result["helm_list"])
     cluster = str(node.payload / "manifests" / "daskcluster-pass.yaml")
 
     def in_force() -> bool:  # the API server calls the webhook, which answers with the policy
@@ -139,7 +127,8 @@ def install(node: Any, rendered: Path, wait: Callable[..., Any], result: dict[st
     wait("the webhooks in force (server dry-run)", in_force, 120, node.log, 0.5)
     result["webhooks_in_force_s"] = round(time.monotonic() - t, 2)
     result["pods"] = {ns: pod_rows(node, ns) for ns in (DASK_NS, PARITY_NS)}
-    node.log("operator pods:", result["pods"])
+    result["services"] = k("get", "services", "-A", "-o", "wide")
+    node.log("operator pods:", result["pods"], result["services"])
 
 
 def with_host_cupy(doc: dict[str, Any], site: str, cuda: str, pyname: str) -> None:
@@ -212,24 +201,28 @@ def cupy(  # noqa: PLR0915  # one linear story
         return str(k("get", "deployment", "-n", ns, "-l", selector, "-o", "name")).strip()
 
     deploy = wait(f"{name} worker Deployment", deployment, 60, node.log, 0.5)
-    # The operator points the workers at the scheduler Service's DNS name; no cluster DNS here.
-    # Recreate: the old worker holds the second GPU share, a surge Pod would wait for it forever.
-    recreate = {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": None}}}
-    k("patch", "-n", ns, deploy, "--type=merge", "-p", json.dumps(recreate), check=True)
-    res["set_env"] = k("set", "env", "-n", ns, deploy, f"DASK_SCHEDULER_ADDRESS=tcp://{ip}:8786")
+    # The dask operator points the workers at the scheduler Service's DNS name: CoreDNS answers
+    # it, kube-proxy forwards the ClusterIP to the scheduler Pod.
+    res["worker_scheduler_address"] = k(
+        "get", "-n", ns, deploy, "-o",
+        "jsonpath={.spec.template.spec.containers[0].env[?(@.name=='DASK_SCHEDULER_ADDRESS')].value}",
+    )  # fmt: skip
 
     def worker_running() -> bool:
         return any(
-            ip in json.dumps(p["spec"])
-            and any(
-                "running" in c.get("state", {}) for c in p["status"].get("containerStatuses", [])
-            )
+            any("running" in c.get("state", {}) for c in p["status"].get("containerStatuses", []))
             for p in node.pods(name, component="worker")
         )
 
     t = time.monotonic()
-    wait(f"{name} worker running at the scheduler's address", worker_running, 90, node.log, 0.5)
+    wait(f"{name} worker running", worker_running, 90, node.log, 0.5)
     res["worker_running_s"] = round(time.monotonic() - t, 2)
+
+    def registered() -> bool:  # the worker reached the scheduler through the Service
+        return "Registered to:" in k("logs", "-n", ns, "-l", selector, "--tail=200", timeout=30)
+
+    wait(f"{name} worker registered with the scheduler", registered, 90, node.log, 0.5)
+    res["worker_registered_s"] = round(time.monotonic() - t, 2)
     for workload, limit in (("graph", 90), ("gather", 30)):
         t = time.monotonic()
         try:
@@ -272,25 +265,19 @@ def run(
 ) -> None:
     """What ``node.py --chart`` runs once the node is up (``cases``: the two DaskClusters)."""
     result: dict[str, Any] = node.summary.setdefault("chart", {})
-    forwarder = Forwarder()
-    forwarder.start()
+    install(node, chart_dir, sh, wait, result)
+    ops = operators.Operators(node, chart_dir, sh, wait)
+    ops.result = result
     try:
-        install(node, chart_dir / "rendered", wait, result)
-        ops = operators.Operators(node, chart_dir, sh, wait)
-        ops.result = result
+        if cases:
+            ops.flow()
+    except Exception as exc:  # the rest still runs; record why this stopped
+        result["flow_error"] = f"{type(exc).__name__}: {exc}"
+        node.log("chart flow ERROR", result["flow_error"])
+    if node.gpu:
         try:
-            if cases:
-                ops.flow()
-        except Exception as exc:  # the rest still runs; record why this stopped
-            result["flow_error"] = f"{type(exc).__name__}: {exc}"
-            node.log("chart flow ERROR", result["flow_error"])
-        if node.gpu:
-            try:
-                cupy(node, wait, result)
-            except Exception as exc:  # as above
-                result.setdefault("cupy", {})["error"] = f"{type(exc).__name__}: {exc}"
-                node.log("chart cupy ERROR", result["cupy"]["error"])
-        report(node, result)
-    finally:
-        result["forwarded_connections"] = forwarder.connections
-        forwarder.stop()
+            cupy(node, wait, result)
+        except Exception as exc:  # as above
+            result.setdefault("cupy", {})["error"] = f"{type(exc).__name__}: {exc}"
+            node.log("chart cupy ERROR", result["cupy"]["error"])
+    report(node, result)

@@ -1,14 +1,19 @@
-"""What ``node.py --chart`` carries, made here: both charts rendered, the built images packed.
+"""What ``node.py --chart`` carries, made here: both charts and helm, the built images packed.
 
 Run on the build machine (``make images`` done, helm and the dask-kubernetes sdist in the cache)::
 
-    python benchmarks/gpu/node/chart_prep.py --images .images --out .run/h200/chart
+    python benchmarks/gpu/node/chart_prep.py --images .images --out .run/h200/chart \
+      --helm ~/.cache/dask-gpu-parity/bin/v1.36.3/helm --payload .gpunode/payload
 
-- ``rendered/``: ``helm template`` of the dask operator's own chart (from the dask-kubernetes
-  sdist, ``provingground.daskchart``) and of ``charts/dask-gpu-parity``, each split into its
-  CRDs and the rest, with the values ``provingground/install.py`` gives (the dask operator's image
-  and ``IfNotPresent``) plus tolerations for the GPU node's taint. The chart's self-signed TLS is
-  made by helm while rendering, as ``helm install`` would.
+- ``charts/`` and ``values/``: the dask operator's own chart (from the dask-kubernetes sdist,
+  ``provingground.daskchart``) and ``charts/dask-gpu-parity``, with the values
+  ``provingground/install.py`` gives (the dask operator's image and ``IfNotPresent``) plus
+  tolerations for the GPU node's taint; ``helm.xz``: the proving ground's helm binary. The GPU
+  machine runs ``helm install`` itself (``chart.py``).
+- ``iptables/``: Debian bookworm's ``iptables`` and its libraries as ``.deb`` files
+  (``apt-get download``): the GPU machine has no netfilter tools, and kube-proxy needs them
+  (``chart.py`` unpacks them and puts wrappers on the node's ``PATH``).
+- ``--payload``: a ``system:kube-proxy`` client certificate joins the payload's PKI.
 - ``images.tar.xz.NN``: one OCI layout holding the operator, dask-operator and probe images
   (``make images``), each layer stored once and uncompressed (their ``diff_id``), the whole
   xz-compressed and split so that each part fits one device call. The images' config digests
@@ -108,47 +113,60 @@ def read_member(tar: tarfile.TarFile, name: str) -> bytes:
     raise KeyError(name)
 
 
-def helm_template(helm: Path, release: str, chart: Path, namespace: str, sets: list[str]) -> str:
-    """``helm template --include-crds`` with ``--set`` values."""
-    argv = [str(helm), "template", release, str(chart), "--namespace", namespace, "--include-crds"]
-    for s in sets:
-        argv += ["--set", s]
-    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+IPTABLES_DEBS = (
+    "iptables",
+    "libxtables12",
+    "libip4tc2",
+    "libip6tc2",
+    "libnfnetlink0",
+    "libnetfilter-conntrack3",
+    "libnftnl11",
+    "libmnl0",
+)
 
 
-def split_crds(rendered: str) -> tuple[str, str]:
-    """(CRDs, everything else) of a rendered chart."""
-    crds: list[str] = []
-    rest: list[str] = []
-    for doc in rendered.split("\n---"):
-        if not doc.strip() or all(x.startswith("#") or not x.strip() for x in doc.splitlines()):
-            continue
-        (crds if "\nkind: CustomResourceDefinition" in f"\n{doc}" else rest).append(doc)
-    return "\n---".join(crds) + "\n", "\n---".join(rest) + "\n"
-
-
-def render(helm: Path, out: Path, dask_operator_image: str, dask_chart: Path) -> None:
-    """Both charts, as ``provingground/install.py`` installs them, into ``out/rendered``."""
-    tol = [f"tolerations[0].{k}={v}" for k, v in GPU_TOLERATION.items()]
+def charts(helm: Path, out: Path, dask_operator_image: str, dask_chart: Path) -> None:
+    """Both charts, their values as ``provingground/install.py`` gives them, helm (xz)."""
     name, _, tag = dask_operator_image.rpartition(":")
-    rendered = out / "rendered"
-    rendered.mkdir(parents=True, exist_ok=True)
-    charts = {
-        "dask-operator": helm_template(
-            helm,
-            "dask-kubernetes-operator",
-            dask_chart,
-            "dask-operator",
-            [f"image.name={name}", f"image.tag={tag}", "image.pullPolicy=IfNotPresent", *tol],
-        ),
-        "dask-gpu-parity": helm_template(
-            helm, "dask-gpu-parity", REPO / "charts" / "dask-gpu-parity", "dgp-system", tol
-        ),
+    values = {
+        "dask-kubernetes-operator": {
+            "image": {"name": name, "tag": tag, "pullPolicy": "IfNotPresent"},
+            "tolerations": [GPU_TOLERATION],
+        },
+        "dask-gpu-parity": {"tolerations": [GPU_TOLERATION]},
     }
-    for key, text in charts.items():
-        crds, rest = split_crds(text)
-        (rendered / f"{key}-crds.yaml").write_text(crds)
-        (rendered / f"{key}.yaml").write_text(rest)
+    sources = {
+        "dask-kubernetes-operator": dask_chart,
+        "dask-gpu-parity": REPO / "charts" / "dask-gpu-parity",
+    }
+    for sub in ("charts", "values"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+        (out / sub).mkdir(parents=True)
+    for key, src in sources.items():
+        shutil.copytree(src, out / "charts" / key, ignore=shutil.ignore_patterns("ci"))
+        (out / "values" / f"{key}.json").write_text(json.dumps(values[key], indent=1))
+    with (out / "helm.xz").open("wb") as f:
+        subprocess.run(["xz", "-6", "-T2", "-c", str(helm)], stdout=f, check=True)
+
+
+def iptables_debs(out: Path) -> None:
+    """Debian's iptables and its libraries, downloaded by apt (the build machine's release)."""
+    debs = out / "iptables"
+    shutil.rmtree(debs, ignore_errors=True)
+    debs.mkdir(parents=True)
+    subprocess.run(
+        ["apt-get", "download", *IPTABLES_DEBS], cwd=debs, check=True, capture_output=True
+    )
+
+
+def proxy_cert(payload: Path) -> None:
+    """A ``system:kube-proxy`` client certificate from the payload's CA (as the CI node's)."""
+    sys.path.insert(0, str(REPO))
+    from provingground.pki import CertificateAuthority  # the dev venv
+
+    CertificateAuthority(payload / "pki").issue(
+        "kube-proxy", common_name="system:kube-proxy", client=True
+    )
 
 
 def unpack_images(chart_dir: Path, images: Path, sh: Callable[..., str]) -> list[str]:
@@ -195,6 +213,7 @@ def main() -> int:
         default=SDIST / "dask_kubernetes/operator/deployment/helm/dask-kubernetes-operator",
         help="the dask operator's chart, unpacked from the dask-kubernetes sdist",
     )
+    parser.add_argument("--payload", type=Path, help="the node payload: gets kube-proxy's cert")
     parser.add_argument("--part-mib", type=int, default=50)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -202,7 +221,10 @@ def main() -> int:
     dask_operator = next(
         v["reference"] for k, v in catalog["images"].items() if k == "dask-operator"
     )
-    render(args.helm, args.out, dask_operator, args.dask_chart)
+    charts(args.helm, args.out, dask_operator, args.dask_chart)
+    iptables_debs(args.out)
+    if args.payload:
+        proxy_cert(args.payload)
     rows = pack_images(args.images, args.out)
     (args.out / "images.json").write_text(json.dumps(rows, indent=1))
     buf = io.BytesIO()

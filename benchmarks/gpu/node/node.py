@@ -256,6 +256,12 @@ class Node:
             if (self.bin / name).exists():
                 version = sh([str(self.bin / name), "--version"], timeout=30).splitlines()
                 self.summary["versions"][name] = " ".join(version[:2])[:200]
+        if self.args.chart:  # kube-proxy's netfilter tools: carried (chart_prep.py)
+            import chart  # type: ignore[import-not-found]  # beside this script
+
+            self.summary["versions"]["iptables"] = chart.netfilter_tools(
+                self.args.chart / "iptables", self.root / "iptables", self.bin, sh
+            )
         self.summary["versions"]["bridge"] = sh(
             [str(self.bin / "bridge")], timeout=10, env={"CNI_COMMAND": "VERSION"}
         )[:200]
@@ -354,8 +360,13 @@ class Node:
             [
                 str(self.bin / "kube-apiserver"),
                 f"--etcd-servers={etcd}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                # --chart: the `kubernetes` Service's endpoint is the node's address, for kube-proxy
+                # (provingground/apiserver.py with an advertise address, as the CI node's)
+                *(
+                    ["--bind-address=0.0.0.0", f"--advertise-address={host.node_ip()}"]
+                    if self.args.chart
+                    else ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"]
+                ),
                 f"--secure-port={APISERVER_PORT}",
                 f"--cert-dir={self.root / 'apiserver-certs'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
@@ -368,7 +379,7 @@ class Node:
                 "--authorization-mode=Node,RBAC",
                 "--enable-admission-plugins=NodeRestriction",
                 "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",
+                f"--endpoint-reconciler-type={'lease' if self.args.chart else 'none'}",
                 "--profiling=false",
                 "--kubelet-preferred-address-types=InternalIP,Hostname",
                 f"--kubelet-client-certificate={pki / 'admin.crt'}",
@@ -380,8 +391,6 @@ class Node:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
-                # --chart: webhooks called at their Service's endpoints (no kube-proxy here)
-                *(["--enable-aggregator-routing=true"] if self.args.chart else []),
             ],
         )
         wait(
@@ -442,7 +451,8 @@ class Node:
         """The node (provingground/node/): containerd with the images, kubelet, Ready.
 
         Registered with the GPU taint; kubelet's root is /var/lib/kubelet, where the device
-        plugin registers. No kube-proxy or cluster DNS: this machine has no iptables.
+        plugin registers. With ``--chart``: kube-proxy and CoreDNS too (``spec.services``, as the
+        CI node), with the carried iptables (``chart.netfilter_tools``).
         """
         images = self.root / "images"
         archives = [images / "dask.tar", images / "probe.tar"]
@@ -454,7 +464,7 @@ class Node:
             taints=taints,
             pod_subnet=POD_SUBNET,
             bridge=BRIDGE,
-            services=False,
+            services=bool(self.args.chart),
             cgroup_v1=True if self.args.cgroup_v1 else None,
             snapshotter=self.args.snapshotter,
             kubelet_root="/var/lib/kubelet",
@@ -467,6 +477,7 @@ class Node:
             kubelet_cert=(self.pki / "node.crt", self.pki / "node.key"),
             admin_kubeconfig=self.payload / "admin.kubeconfig",
             address=host.node_ip(),
+            proxy_cert=(self.pki / "kube-proxy.crt", self.pki / "kube-proxy.key"),
             spec=spec,
             images=archives,
         )
@@ -1159,7 +1170,7 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
                 node.host_probe()
             if args.chart:
                 node.kubectl("create", "namespace", NS, check=True)
-                import chart  # type: ignore[import-not-found]  # beside this script
+                import chart  # beside this script (ignored once, in unpack)
 
                 chart.run(node, args.chart.resolve(), sh, wait, not args.chart_cupy_only)
             else:
