@@ -78,9 +78,9 @@ for p in main/bridge main/loopback ipam/host-local; do
   install 0 "$(basename "$p")" "github.com/containernetworking/plugins/plugins/$p@$CNI_PLUGINS_VERSION" \
     "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS_VERSION"
 done
-# CoreDNS with the plugins the cluster DNS uses (coredns/main.go), from its wrapper module.
-# Not for the GPU node: no iptables there, so no Services and no cluster DNS.
-if ((!GPU)) && need coredns; then
+# CoreDNS with the plugins the cluster DNS uses (coredns/main.go), from its wrapper module; the GPU
+# node runs it too with `node.py --chart` (kube-proxy there uses carried iptables).
+if need coredns; then
   say "coredns $COREDNS_VERSION"
   (cd "$here/coredns" &&
     [[ "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)" == "$COREDNS_VERSION" ]] &&
@@ -94,7 +94,7 @@ fi
 manifest() {
   {
     echo "k8s=$K8S_VERSION containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION cni=$CNI_PLUGINS_VERSION" \
-      "$( ((GPU)) || echo "coredns=$COREDNS_VERSION")" \
+      "coredns=$COREDNS_VERSION" \
       "$( ((GPU)) && echo "device-plugin=$DEVICE_PLUGIN_VERSION nvidia-ctk=$NVIDIA_CTK_VERSION")"
     echo "etcd $(cd "$here/k8s" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
     echo "built $(date -u +%FT%TZ) with $(go version | cut -d' ' -f3) on $(nproc) cores"
@@ -130,7 +130,7 @@ install 1 nvidia-ctk "$TK/cmd/nvidia-ctk@$NVIDIA_CTK_VERSION" \
 # rebuilt), and the rest in one stream whose dictionary holds them all, so the Go runtime, gRPC,
 # protobuf and client-go code they share is stored once. Similar binaries sit next to each other.
 say "bundle"
-REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback pause"
+REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback coredns pause"
 B="$DEST/bundle"
 rm -f "$B"/*.partial
 pids=()
