@@ -154,9 +154,7 @@ def with_host_cupy(doc: dict[str, Any], site: str, cuda: str, pyname: str) -> No
                 c["args"] += ["--nthreads", "1"]
 
 
-def cupy(  # noqa: PLR0915  # one linear story
-    node: Any, wait: Callable[..., Any], result: dict[str, Any]
-) -> None:
+def cupy(node: Any, wait: Callable[..., Any], result: dict[str, Any]) -> None:
     """The RAPIDS CuPy example on a DaskCluster our webhook mutated."""
     site, cuda, client_env = node.cupy_env()
     res: dict[str, Any] = result.setdefault("cupy", {"site_packages": site, "cuda_path": cuda})
@@ -224,18 +222,7 @@ def cupy(  # noqa: PLR0915  # one linear story
     wait(f"{name} worker registered with the scheduler", registered, 90, node.log, 0.5)
     res["worker_registered_s"] = round(time.monotonic() - t, 2)
     for workload, limit in (("graph", 90), ("gather", 30)):
-        t = time.monotonic()
-        try:
-            out = subprocess.run(
-                [node.args.python, str(Path(__file__).parents[1] / "reproduce.py"), "--client",
-                 workload, "--address", f"tcp://{ip}:8786"],
-                capture_output=True, text=True, timeout=limit, env=client_env, check=False,
-            ).stdout  # fmt: skip
-            line = [x for x in out.splitlines() if x.startswith("{")]
-            res[workload] = json.loads(line[-1]) if line else {"output": out[-500:]}
-        except subprocess.TimeoutExpired:
-            res[workload] = {"ok": False, "error": f"no answer in {limit} s (hung)"}
-        res[workload]["client_s"] = round(time.monotonic() - t, 2)
+        res[workload] = node.cupy_client(workload, f"tcp://{ip}:8786", limit, client_env)
         node.log(f"  cupy {workload}:", res[workload])
     res["probe_log"] = k("logs", "-n", ns, pname, "-c", "gpu-parity-check")
     res["worker_log"] = k("logs", "-n", ns, "-l", selector, "--tail=40", timeout=30)

@@ -890,6 +890,24 @@ class Node:
         self.kubectl("delete", "-f", str(man / "scheduler-fail.yaml"), "--wait=true", timeout=120)
         wait("fail pod gone", lambda: not self.pods("rapids-tcp-nogpu"), 90, self.log, every=0.25)
 
+    def cupy_client(
+        self, workload: str, address: str, limit: float, env: dict[str, str]
+    ) -> dict[str, Any]:
+        """Run reproduce.py's client ``workload`` against ``address``; its JSON result, timed.
+
+        A client that does not answer within ``limit`` seconds is the UCX hang of DESIGN.md §1.
+        """
+        t = time.monotonic()
+        cmd = [self.args.python, str(HERE.parent / "reproduce.py"), "--client", workload]
+        try:
+            out = sh([*cmd, "--address", address], timeout=limit, env=env)
+            line = [x for x in out.splitlines() if x.startswith("{")]
+            res: dict[str, Any] = json.loads(line[-1]) if line else {"output": out[-500:]}
+        except subprocess.TimeoutExpired:
+            res = {"ok": False, "error": f"no answer in {limit} s (hung)"}
+        res["client_s"] = round(time.monotonic() - t, 2)
+        return res
+
     def cupy_env(self) -> tuple[str, str, dict[str, str]]:
         """CuPy's site-packages and the CUDA toolkit on this machine, and the client's env."""
         site = sh(
@@ -1007,25 +1025,7 @@ class Node:
             path.write_text(json.dumps(worker))
             self.log(self.kubectl("apply", "-f", str(path)))
             for workload, limit in (("graph", 60), ("gather", 30)):
-                t = time.monotonic()
-                try:
-                    out = sh(
-                        [
-                            self.args.python,
-                            str(HERE.parent / "reproduce.py"),
-                            "--client",
-                            workload,
-                            "--address",
-                            f"tcp://{ip}:8786",
-                        ],
-                        timeout=limit,
-                        env=client_env,
-                    )
-                    line = [x for x in out.splitlines() if x.startswith("{")]
-                    res[workload] = json.loads(line[-1]) if line else {"output": out[-500:]}
-                except subprocess.TimeoutExpired:
-                    res[workload] = {"ok": False, "error": f"no answer in {limit} s (hung)"}
-                res[workload]["client_s"] = round(time.monotonic() - t, 2)
+                res[workload] = self.cupy_client(workload, f"tcp://{ip}:8786", limit, client_env)
                 self.log(f"  cupy {variant} {workload}:", res[workload])
             workers = self.api.get(
                 f"/api/v1/namespaces/{NS}/pods?labelSelector="
