@@ -8,7 +8,6 @@ process computes through. The GPU examples that follow go through the chart's we
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 import warnings
@@ -20,12 +19,13 @@ import yaml
 
 from .binaries import find_binaries
 from .ground import ProvingGround
-from .install import Helm, Installed, ensure_namespace, install, pods_wide
+from .install import Installed, ensure_namespace, pods_wide
 from .realnode import (
     BuiltImages,
     ImagesMissingError,
     NodeMissingError,
     built_images,
+    install_built,
     real_node_ground,
     real_node_name,
 )
@@ -69,7 +69,7 @@ def cpu_dask_cluster(name: str, image: str, node: str) -> dict[str, Any]:
     worker = ["dask", "worker", "--name", "$(DASK_WORKER_NAME)", "--nthreads", "1"]
     doc["spec"]["worker"]["spec"]["containers"][0]["args"] = worker
     doc["spec"]["scheduler"]["service"]["selector"]["dask.org/cluster-name"] = name
-    return copy.deepcopy(doc)
+    return doc
 
 
 Kubectl = Callable[..., Any]
@@ -134,15 +134,8 @@ def install_hook(
     def hook(ground: ProvingGround) -> None:
         cp = ground.control_plane
         node = real_node_name(ground)
-        helm = Helm(cp.binaries.helm, helm_home, cp.kubeconfig)
         t0 = time.monotonic()
-        installed = install(
-            helm,
-            cp.kubectl,
-            images.dask_operator,
-            node,
-            expect_images={"operator": images.operator, "probe": images.probe},
-        )
+        _, installed = install_built(ground, images, helm_home)
         done.append(installed)
         for release, out in installed.outputs.items():
             _say(f"\n$ helm install {release} ...\n{out.rstrip()}")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .binaries import Binaries
 from .ground import ProvingGround
+from .install import Helm, Installed, install
 
 __all__ = [
     "IMAGES_JSON",
@@ -22,6 +23,7 @@ __all__ = [
     "ImagesMissingError",
     "NodeMissingError",
     "built_images",
+    "install_built",
     "real_node_ground",
     "real_node_name",
 ]
@@ -132,3 +134,23 @@ def real_node_name(ground: ProvingGround) -> str:
     if not isinstance(name, str):
         raise NodeMissingError("The proving ground was started without its real node")
     return name
+
+
+def install_built(
+    ground: ProvingGround, images: BuiltImages, helm_home: Path
+) -> tuple[Helm, Installed]:
+    """Install both charts onto ``ground``'s real node from the built images.
+
+    The dask operator's chart gets the catalog's image; ours keeps its defaults, which must name
+    the catalog's operator and probe images (``install`` checks).
+    """
+    cp = ground.control_plane
+    helm = Helm(cp.binaries.helm, helm_home, cp.kubeconfig)
+    installed = install(
+        helm,
+        cp.kubectl,
+        images.dask_operator,
+        real_node_name(ground),
+        expect_images={"operator": images.operator, "probe": images.probe},
+    )
+    return helm, installed

@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 
 from provingground import BinariesMissingError, ProvingGround, StaleCacheError, find_binaries
-from provingground.install import Helm, Installed, install, uninstall
+from provingground.install import Helm, Installed, uninstall
 from provingground.realnode import (
     BuiltImages,
     ImagesMissingError,
     NodeMissingError,
     built_images,
+    install_built,
     real_node_ground,
     real_node_name,
 )
@@ -67,14 +68,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledGro
     with ground:
         cp = ground.control_plane
         node = real_node_name(ground)
-        helm = Helm(bins.helm, Path(tmp_path_factory.mktemp("helm-home")), cp.kubeconfig)
-        done = install(
-            helm,
-            cp.kubectl,
-            images.dask_operator,
-            node,
-            expect_images={"operator": images.operator, "probe": images.probe},
-        )
+        helm, done = install_built(ground, images, Path(tmp_path_factory.mktemp("helm-home")))
         print(f"\nInstalled on {node}: {done.timings}")
         yield InstalledGround(ground, node, images, done, helm)
         # Every Pod gone before the node stops: its clean-up then finds no cgroups being removed.
