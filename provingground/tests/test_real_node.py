@@ -25,15 +25,20 @@ KUBECTL_IMAGE = "localhost/node/busybox-kubectl:test"
 T = TypeVar("T")
 
 
-def eventually(what: str, probe: Callable[[], T | None], deadline: float = 120) -> T:
-    """``probe()``'s first truthy answer; fail saying ``what`` never happened."""
+def eventually(
+    what: str,
+    probe: Callable[[], T | None],
+    deadline: float = 240,
+    explain: Callable[[], str] = lambda: "",
+) -> T:
+    """``probe()``'s first truthy answer; fail saying ``what`` never happened, and ``explain()``."""
     end = time.monotonic() + deadline
     while True:
         answer = probe()
         if answer:
             return answer
         if time.monotonic() > end:
-            pytest.fail(f"{what}: not within {deadline:.0f}s", pytrace=False)
+            pytest.fail(f"{what}: not within {deadline:.0f}s. {explain()}", pytrace=False)
         time.sleep(0.5)
 
 
@@ -77,7 +82,12 @@ def finished_log(cluster: E2ECluster, namespace: str, name: str) -> str:
             pytest.fail(f"Pod {name} failed: {log[-800:]} {status}", pytrace=False)
         return "done" if status.get("phase") == "Succeeded" else None
 
-    eventually(f"Pod {name} Succeeded", phase)
+    def explain() -> str:
+        pods = cluster.kubectl("get", "pod", "-n", namespace, "-o", "wide", check=False).stdout
+        log = cluster.kubectl("logs", "-n", namespace, name, check=False).stdout
+        return f"Pods now:\n{pods}\n{name}'s log (last 800 characters):\n{log[-800:]}"
+
+    eventually(f"Pod {name} Succeeded", phase, explain=explain)
     return cluster.kubectl("logs", "-n", namespace, name).stdout
 
 
@@ -116,8 +126,14 @@ def test_pod_reaches_another_pod_through_a_service_by_its_dns_name(
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
     }
     url = f"http://web.{namespace}.svc.cluster.local/index.html"
-    # Retried inside the pod: the Service's endpoint appears once the server pod is Ready.
-    client = pod("client", f"for i in $(seq 60); do wget -q -O - {url} && exit 0; sleep 1; done")
+    # Retried inside the pod, each try bounded: the Service's endpoint appears once the server
+    # pod is Ready. Each failed try says why on stderr (an unknown name is DNS; a refused or
+    # timed-out connection is kube-proxy or the endpoint), and the pod fails when none answered.
+    # ``timeout`` bounds a try: this busybox's own ``wget -T`` crashes (segfault, 1.35.0).
+    client = pod(
+        "client",
+        f"for i in $(seq 90); do timeout 10 wget -q -O - {url} && exit 0; sleep 1; done; exit 1",
+    )
     apply(cluster, namespace, server, service, client)
     assert finished_log(cluster, namespace, "client").strip() == "hello from the real node"
 
