@@ -1,0 +1,132 @@
+"""DGP027, DGP028 and DGP014 on DRA nodes: what Dynamic Resource Allocation changes for placement.
+
+A worker that asks for ``deviceclass.resource.kubernetes.io/<class>`` of a class nobody gave us
+may or may not be a GPU worker: said (DGP027), never guessed. A node whose GPU Feature Discovery
+labels and DRA devices name different drivers has no known class (DGP028). DRA nodes carry no GFD
+labels, so a pin to a driver class cannot be a node selector there: it is a per-class DeviceClass
+requested through its implicit extended-resource name (KEP-5004), which the DaskCluster CRD keeps
+where it prunes claims; :func:`dra_pin` says which to request, or what to create.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dask_gpu_parity.core.deviceclasses import IMPLICIT_PREFIX, NVIDIA_DRIVER, DeviceClasses
+from dask_gpu_parity.core.findings import Finding
+from dask_gpu_parity.core.gpu import containers
+from dask_gpu_parity.core.inventory import DriverClass, Inventory, Nodes
+from dask_gpu_parity.core.patch import pointer
+from dask_gpu_parity.core.plain import as_map, get_in
+from dask_gpu_parity.core.resources import DaskResource
+from dask_gpu_parity.core.rules.context import Context
+
+__all__ = [
+    "carry_labels",
+    "dra_pin",
+    "left_out",
+    "sources_disagree",
+    "unknown_device_classes",
+]
+
+
+def unknown_device_classes(
+    resource: Mapping[str, Any], dask: DaskResource, classes: DeviceClasses
+) -> list[Finding]:
+    """DGP027 for worker containers asking for a DeviceClass the catalogue does not know."""
+    if dask.worker_path is None:
+        return []
+    findings = []
+    for index, container in containers(get_in(resource, dask.worker_path)):
+        for section in ("limits", "requests"):
+            for name in as_map(as_map(container.get("resources")).get(section)):
+                unknown = isinstance(name, str) and classes.unknown_class(name)
+                if not unknown:
+                    continue
+                findings.append(
+                    Finding.of(
+                        "DGP027",
+                        pointer(*dask.worker_path, "containers", index, "resources", section, name),
+                        f"Workers ask for {name}, but DeviceClass {unknown!r} is not known, so "
+                        "whether they get a GPU cannot be told and GPU parity was not checked; "
+                        "pass the cluster's DeviceClasses (dask-gpu-parity check --device-classes "
+                        "FILE, from kubectl get deviceclasses -o yaml)",
+                    )
+                )
+    return findings
+
+
+def sources_disagree(ctx: Context, inventory: Inventory, workers: Nodes) -> list[Finding]:
+    """DGP028 for nodes the workers reach whose GFD labels and DRA devices disagree."""
+    found = [
+        node
+        for shape, members in workers.parts
+        if shape.representative.conflict
+        for node in members
+    ]
+    if not found:
+        return []
+    shown = "; ".join(
+        f"{n.name} (labels: {n.labelled_class}, devices: {n.dra_class})" for n in found[:5]
+    )
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return [
+        Finding.of(
+            "DGP028",
+            ctx.view.worker.ptr,
+            f"{len(found)} GPU node(s) the workers can reach report two drivers: GPU Feature "
+            f"Discovery's labels and the DRA driver's devices disagree ({shown}{more}); their "
+            "driver class is unknown, so placement does not count on them. Restart GPU Feature "
+            "Discovery on those nodes (its labels go stale after a driver upgrade) or the DRA "
+            "kubelet plugin, whichever is behind",
+        )
+    ]
+
+
+def carry_labels(nodes: Nodes) -> bool:
+    """Whether some of ``nodes`` carry GFD driver labels (a node-label pin can reach them)."""
+    return any(s.representative.labelled_class is not None for s, _ in nodes.parts)
+
+
+def left_out(nodes: Nodes) -> str:
+    """For a message: the DRA nodes of ``nodes`` that a node-label pin leaves out, if any."""
+    count = sum(
+        len(m)
+        for s, m in nodes.parts
+        if s.representative.dra and not s.representative.labelled_class
+    )
+    if not count:
+        return ""
+    return (
+        f"; {count} DRA node(s) of that class carry no GPU Feature Discovery labels and are "
+        "left out by the pin"
+    )
+
+
+def dra_pin(ctx: Context, inventory: Inventory, chosen: DriverClass, listed: str) -> Finding:
+    """DGP014, not fixable: the workers' class lives on DRA nodes, which no node label pins.
+
+    Names the catalogue's class pinned to the chosen driver, or the DeviceClass to create.
+    """
+    kind = "mig" if "mig" in ctx.view.worker_gpus[0].resource.rsplit("/", 1)[-1] else "gpu"
+    found = inventory.device_classes.pinned_to(chosen.driver, kind)
+    name = found.name if found else f"{kind}-{chosen.driver.replace('.', '-')}.nvidia.com"
+    request = f'{IMPLICIT_PREFIX}{name}: "1"'
+    if found:
+        todo = f"request {request} in scheduler and workers (DeviceClass {name} selects it)"
+    else:
+        todo = (
+            f'create the DeviceClass {name} with the CEL selector "device.driver == '
+            f"'{NVIDIA_DRIVER}' && device.attributes['{NVIDIA_DRIVER}'].type == '{kind}' && "
+            f"device.attributes['{NVIDIA_DRIVER}'].driverVersion.compareTo(semver("
+            f"'{chosen.driver}')) == 0\" and request {request} in scheduler and workers"
+        )
+    return Finding.of(
+        "DGP014",
+        f"{ctx.view.worker.ptr}/containers/{ctx.view.worker.index}/resources",
+        f"Workers may land on several driver classes ({listed}); {chosen} is on DRA nodes, which "
+        "carry no GPU Feature Discovery labels to pin by, so scheduler and workers cannot be "
+        f"pinned to it by node affinity: {todo}",
+        fixable=False,
+    )
