@@ -16,11 +16,9 @@ from typing import Any, NoReturn
 
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses, device_class
 from .fits import PodFilter, gpu_demand, node_fits, pod_gpu_demand, toleration_matches
-from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class
-from .plain import as_map
+from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class, gpu_nodes
 from .providers import PROVIDERS, PoolClass, Provider
 from .shapes import PER_NODE_LABELS, Nodes, Shape, group, own_name_keys, referenced_keys
-from .slices import node_devices
 
 __all__ = [
     "CUDA_FULL",
@@ -112,18 +110,7 @@ class Inventory:
             classes: the DeviceClasses (NVIDIA's catalogue when ``None``).
         """
         catalogue = classes if classes is not None else NVIDIA_CLASSES
-        nodes = [n for n in nodes if isinstance(n, Mapping)]
-        devices, notes = node_devices(s for s in slices if isinstance(s, Mapping))
-        names = [str(as_map(n.get("metadata")).get("name", "")) for n in nodes]
-        notes += [
-            f"ResourceSlice devices of node {name} are left out: no Node {name} was given"
-            for name in sorted(set(devices) - set(names))
-        ]
-        gpu_nodes = (
-            GpuNode.from_node(n, devices.get(name, ()), catalogue)
-            for n, name in zip(nodes, names, strict=True)
-        )
-        found = sorted((n for n in gpu_nodes if n), key=lambda n: n.name)
+        found, notes = gpu_nodes(nodes, slices, catalogue)
         per_node = set(PER_NODE_LABELS)
         for node in found:
             per_node |= own_name_keys(node.labels, node.name)
@@ -133,10 +120,9 @@ class Inventory:
     def from_objects(
         cls, objects: Iterable[Any], classes: DeviceClasses | None = None
     ) -> Inventory:
-        """An inventory from Nodes, ResourceSlices and DeviceClasses listed together.
+        """Nodes, ResourceSlices and DeviceClasses (which extend ``classes``) listed together.
 
-        As ``kubectl get nodes,resourceslices,deviceclasses -o yaml`` lists them; the
-        DeviceClasses found extend ``classes`` (NVIDIA's catalogue when ``None``).
+        As ``kubectl get nodes,resourceslices,deviceclasses -o yaml`` lists them.
         """
         items = [o for o in objects if isinstance(o, Mapping)]
         found = [dc for o in items if (dc := device_class(o)) is not None]
@@ -206,8 +192,7 @@ class Inventory:
         for shape, members in (self._all() if nodes is None else nodes).parts:
             if (dc := shape.driver_class) is not None:
                 grouped.setdefault(dc, Nodes()).take(shape, members)
-                if dc not in spelled or shape.representative.labelled_class is not None:
-                    spelled[dc] = shape.representative.labelled_class or spelled.get(dc, dc)
+                spelled[dc] = shape.representative.labelled_class or spelled.get(dc, dc)
         return {spelled[dc]: found for dc, found in grouped.items()}
 
     def of_class(self, dc: DriverClass) -> Nodes:

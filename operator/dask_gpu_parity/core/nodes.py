@@ -18,7 +18,7 @@ from . import quantity
 from .deviceclasses import NVIDIA_CLASSES, NVIDIA_DRIVER, DeviceClasses, version_key
 from .gpu import is_gpu_resource
 from .plain import as_list, as_map
-from .slices import Device
+from .slices import Device, node_devices
 
 __all__ = [
     "CUDA_FULL",
@@ -29,6 +29,7 @@ __all__ = [
     "GpuNode",
     "device_class_of",
     "driver_class",
+    "gpu_nodes",
 ]
 
 DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
@@ -194,3 +195,24 @@ class GpuNode:
             dra_class=device_class_of(devices) if dra else None,
             dra=bool(dra),
         )
+
+
+def gpu_nodes(
+    nodes: Iterable[Any], slices: Iterable[Any], classes: DeviceClasses
+) -> tuple[list[GpuNode], list[str]]:
+    """The GPU nodes among Node objects, with their ResourceSlices' devices, by name.
+
+    Also the notes on what was left out: slices of no single node, and of nodes not given.
+    """
+    given = [n for n in nodes if isinstance(n, Mapping)]
+    devices, notes = node_devices(s for s in slices if isinstance(s, Mapping))
+    names = [str(as_map(n.get("metadata")).get("name", "")) for n in given]
+    notes += [
+        f"ResourceSlice devices of node {name} are left out: no Node {name} was given"
+        for name in sorted(set(devices) - set(names))
+    ]
+    found = (
+        GpuNode.from_node(n, devices.get(name, ()), classes)
+        for n, name in zip(given, names, strict=True)
+    )
+    return sorted((n for n in found if n), key=lambda n: n.name), notes
