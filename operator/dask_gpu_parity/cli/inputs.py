@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TextIO
 
+from dask_gpu_parity.core.deviceclasses import (
+    NVIDIA_CLASSES,
+    DeviceClass,
+    DeviceClasses,
+    device_class,
+)
 from dask_gpu_parity.core.engine import Result, evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import as_map
@@ -25,7 +32,15 @@ from dask_gpu_parity.manifests.discover import NOTICES, skipped
 
 from .args import InputArgs
 
-__all__ = ["Checked", "Inputs", "evaluate_all", "load_inputs", "load_inventory", "load_policy"]
+__all__ = [
+    "Checked",
+    "Inputs",
+    "evaluate_all",
+    "load_classes",
+    "load_inputs",
+    "load_inventory",
+    "load_policy",
+]
 
 
 @dataclass
@@ -133,18 +148,67 @@ def load_policy(args: InputArgs) -> Policy | None:
         raise InputError(f"{_FLAGS.get(exc.field, exc.field)}: {exc.message}") from exc
 
 
-def load_inventory(path: str | None) -> Inventory | None:
-    """The ``--nodes`` file's Nodes (any error is a usage error)."""
+def _classes_in(path: str, documents: list[Document]) -> list[DeviceClass]:
+    found = []
+    for doc in documents:
+        if as_map(doc.data).get("kind") != "DeviceClass":
+            continue
+        read = device_class(doc.data)
+        if read is None:
+            raise InputError(
+                f"{path}: document {doc.index + 1}: not a resource.k8s.io DeviceClass with a "
+                "metadata.name (expected `kubectl get deviceclasses -o yaml` output)"
+            )
+        found.append(read)
+    return found
+
+
+def load_classes(args: InputArgs) -> DeviceClasses:
+    """NVIDIA's DeviceClasses, then the ``--nodes`` file's, then ``--device-classes``'s."""
+    classes = NVIDIA_CLASSES
+    if args.nodes is not None:
+        classes = classes.extend(_classes_in(args.nodes, _documents(args.nodes)))
+    if args.device_classes is not None:
+        path = args.device_classes
+        found = _classes_in(path, _documents(path))
+        if not found:
+            raise InputError(
+                f"{path}: no DeviceClass objects (expected `kubectl get deviceclasses -o yaml` "
+                "output)"
+            )
+        classes = classes.extend(found)
+    return classes
+
+
+def load_inventory(
+    path: str | None, classes: DeviceClasses = NVIDIA_CLASSES, err: TextIO | None = None
+) -> Inventory | None:
+    """The ``--nodes`` file's Nodes and ResourceSlices (any error is a usage error).
+
+    What the inventory could not resolve (slices of no single node, of nodes not in the file)
+    is written to ``err`` as warnings.
+    """
     if path is None:
         return None
-    nodes = [d.data for d in _documents(path) if d.data.get("kind") == "Node"]
+    objects = [d.data for d in _documents(path)]
+    nodes = [o for o in objects if as_map(o).get("kind") == "Node"]
     if not nodes:
-        raise InputError(f"{path}: no Node objects (expected `kubectl get nodes -o yaml` output)")
-    return Inventory.from_nodes(nodes)
+        raise InputError(
+            f"{path}: no Node objects (expected `kubectl get nodes,resourceslices,deviceclasses "
+            "-o yaml` output)"
+        )
+    slices = [o for o in objects if as_map(o).get("kind") == "ResourceSlice"]
+    inventory = Inventory.from_nodes(nodes, slices, classes)
+    if err is not None:
+        err.writelines(f"warning: {path}: {note}\n" for note in inventory.notes)
+    return inventory
 
 
 def evaluate_all(
-    documents: list[Document], policy: Policy | None, inventory: Inventory | None
+    documents: list[Document],
+    policy: Policy | None,
+    inventory: Inventory | None,
+    classes: DeviceClasses | None = None,
 ) -> list[Checked]:
     """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
     dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
@@ -159,6 +223,6 @@ def evaluate_all(
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
             cluster = clusters.get((dask.namespace_or(), name)) if isinstance(name, str) else None
-        result = evaluate(doc.data, policy, inventory, cluster=cluster)
+        result = evaluate(doc.data, policy, inventory, cluster=cluster, device_classes=classes)
         checked.append(Checked(doc, dask, result))
     return checked
