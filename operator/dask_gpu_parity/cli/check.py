@@ -9,7 +9,7 @@ from dask_gpu_parity.manifests import STDIN, FileError, locate
 from dask_gpu_parity.manifests.report import Located, render, resource_label, summary
 
 from .args import CheckArgs
-from .inputs import evaluate_all, load_classes, load_inputs, load_inventory, load_policy
+from .inputs import evaluate_all, load_cluster, load_inputs, load_policy
 
 __all__ = ["check"]
 
@@ -35,9 +35,8 @@ def check(args: CheckArgs, err: TextIO | None = None) -> tuple[str, int]:
 
     Warnings about the ``--nodes`` file (what its slices leave unresolved) go to ``err``.
     """
-    classes = load_classes(args.inputs)
     policy = load_policy(args.inputs)
-    inventory = load_inventory(args.inputs.nodes, classes, err)
+    classes, inventory = load_cluster(args.inputs, err)
     inputs = load_inputs(args.inputs)
     stdin_filename = args.inputs.stdin_filename
     documents = inputs.documents

@@ -12,7 +12,7 @@ from dask_gpu_parity.manifests.inplace import escaping_link
 from dask_gpu_parity.manifests.report import printable
 
 from .args import FixArgs
-from .inputs import evaluate_all, load_classes, load_inputs, load_inventory, load_policy
+from .inputs import evaluate_all, load_cluster, load_inputs, load_policy
 
 __all__ = ["fix"]
 
@@ -24,9 +24,8 @@ def fix(args: FixArgs, out: TextIO, err: TextIO) -> int:
     paths = args.inputs.paths
     if args.in_place and STDIN in paths:
         raise InputError("fix: --in-place cannot rewrite stdin; drop - or --in-place")
-    classes = load_classes(args.inputs)
     policy = load_policy(args.inputs)
-    inventory = load_inventory(args.inputs.nodes, classes, err)
+    classes, inventory = load_cluster(args.inputs, err)
     inputs = load_inputs(args.inputs, regular_only=args.in_place)
     errors: list[FileError] = list(inputs.errors)
     if errors and not args.in_place:  # a stream with a file left out would lose it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from dask_gpu_parity.core.deviceclasses import (
     NVIDIA_CLASSES,
@@ -36,9 +36,8 @@ __all__ = [
     "Checked",
     "Inputs",
     "evaluate_all",
-    "load_classes",
+    "load_cluster",
     "load_inputs",
-    "load_inventory",
     "load_policy",
 ]
 
@@ -148,49 +147,44 @@ def load_policy(args: InputArgs) -> Policy | None:
         raise InputError(f"{_FLAGS.get(exc.field, exc.field)}: {exc.message}") from exc
 
 
-def _classes_in(path: str, documents: list[Document]) -> list[DeviceClass]:
+def _classes_in(path: str, objects: list[Any]) -> list[DeviceClass]:
     found = []
-    for doc in documents:
-        if as_map(doc.data).get("kind") != "DeviceClass":
+    for number, obj in enumerate(objects, 1):
+        if as_map(obj).get("kind") != "DeviceClass":
             continue
-        read = device_class(doc.data)
+        read = device_class(obj)
         if read is None:
             raise InputError(
-                f"{path}: document {doc.index + 1}: not a resource.k8s.io DeviceClass with a "
+                f"{path}: object {number}: not a resource.k8s.io DeviceClass with a "
                 "metadata.name (expected `kubectl get deviceclasses -o yaml` output)"
             )
         found.append(read)
     return found
 
 
-def load_classes(args: InputArgs) -> DeviceClasses:
-    """NVIDIA's DeviceClasses, then the ``--nodes`` file's, then ``--device-classes``'s."""
-    classes = NVIDIA_CLASSES
-    if args.nodes is not None:
-        classes = classes.extend(_classes_in(args.nodes, _documents(args.nodes)))
-    if args.device_classes is not None:
-        path = args.device_classes
-        found = _classes_in(path, _documents(path))
-        if not found:
-            raise InputError(
-                f"{path}: no DeviceClass objects (expected `kubectl get deviceclasses -o yaml` "
-                "output)"
-            )
-        classes = classes.extend(found)
-    return classes
+def load_cluster(
+    args: InputArgs, err: TextIO | None = None
+) -> tuple[DeviceClasses, Inventory | None]:
+    """The DeviceClasses and the node inventory (any error is a usage error).
 
-
-def load_inventory(
-    path: str | None, classes: DeviceClasses = NVIDIA_CLASSES, err: TextIO | None = None
-) -> Inventory | None:
-    """The ``--nodes`` file's Nodes and ResourceSlices (any error is a usage error).
-
+    Classes: NVIDIA's, then the ``--nodes`` file's, then ``--device-classes``'s. The inventory:
+    the ``--nodes`` file's Nodes and ResourceSlices (the file is read once: it may be a pipe).
     What the inventory could not resolve (slices of no single node, of nodes not in the file)
     is written to ``err`` as warnings.
     """
+    path = args.nodes
+    objects = [d.data for d in _documents(path)] if path is not None else []
+    classes = NVIDIA_CLASSES.extend(_classes_in(path or "", objects))
+    if args.device_classes is not None:
+        found = _classes_in(args.device_classes, [d.data for d in _documents(args.device_classes)])
+        if not found:
+            raise InputError(
+                f"{args.device_classes}: no DeviceClass objects (expected `kubectl get "
+                "deviceclasses -o yaml` output)"
+            )
+        classes = classes.extend(found)
     if path is None:
-        return None
-    objects = [d.data for d in _documents(path)]
+        return classes, None
     nodes = [o for o in objects if as_map(o).get("kind") == "Node"]
     if not nodes:
         raise InputError(
@@ -201,7 +195,7 @@ def load_inventory(
     inventory = Inventory.from_nodes(nodes, slices, classes)
     if err is not None:
         err.writelines(f"warning: {path}: {note}\n" for note in inventory.notes)
-    return inventory
+    return classes, inventory
 
 
 def evaluate_all(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +96,7 @@ def test_slices_the_nodes_file_cannot_place_are_warned_about(tmp_path: Path) -> 
         ),
         (
             "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {}\n",
-            "document 1: not a resource.k8s.io DeviceClass with a metadata.name",
+            "object 1: not a resource.k8s.io DeviceClass with a metadata.name",
         ),
         ("kind: [unclosed\n", "invalid YAML"),
     ],
@@ -117,3 +119,29 @@ def test_a_nodes_file_of_only_device_classes_is_a_usage_error() -> None:
     code, _, err = cli(["check", SHAPE_A, "--nodes", str(DRA / "deviceclasses.yaml")])
     assert code == 2
     assert "no Node objects (expected `kubectl get nodes,resourceslices,deviceclasses" in err
+
+
+def test_a_nodes_pipe_is_read_once_for_its_classes_and_its_nodes(tmp_path: Path) -> None:
+    fifo = tmp_path / "cluster.pipe"
+    os.mkfifo(fifo)
+    text = (DRA / "pure-dra.yaml").read_text() + "\n---\n"
+    text += (DRA / "deviceclass-pinned-580.yaml").read_text()
+    found: list[dict[str, Any]] = []
+
+    def feed() -> None:
+        with fifo.open("w") as pipe:
+            pipe.write(text)
+
+    def check() -> None:
+        found.extend(findings(["check", SHAPE_A, "--nodes", str(fifo)]))
+
+    threads = [threading.Thread(target=t, daemon=True) for t in (feed, check)]
+    for thread in threads:
+        thread.start()
+    threads[1].join(timeout=30)
+    if threads[1].is_alive():  # a second read of the pipe waits for a writer: give it EOF
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        threads[1].join(timeout=30)
+        pytest.fail("check read the --nodes pipe twice")
+    [dgp014] = [f for f in found if f["code"] == "DGP014"]
+    assert f'request {PINNED}: "1"' in dgp014["message"]
