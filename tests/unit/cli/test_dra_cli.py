@@ -50,7 +50,7 @@ def test_nodes_file_takes_nodes_slices_and_classes_listed_together(tmp_path: Pat
     listed.write_text(objects + (DRA / "deviceclass-pinned-580.yaml").read_text())
     found = findings(["check", SHAPE_A, "--nodes", str(listed)])
     [dgp014] = [f for f in found if f["code"] == "DGP014"]
-    assert f'request {PINNED}: "1" in scheduler and workers' in dgp014["message"]
+    assert f"pinned scheduler and workers to it by asking for {PINNED}" in dgp014["message"]
     assert {
         f["code"] for f in findings(["check", pinned_cluster(tmp_path), "--nodes", str(listed)])
     } == {
@@ -144,4 +144,4 @@ def test_a_nodes_pipe_is_read_once_for_its_classes_and_its_nodes(tmp_path: Path)
         threads[1].join(timeout=30)
         pytest.fail("check read the --nodes pipe twice")
     [dgp014] = [f for f in found if f["code"] == "DGP014"]
-    assert f'request {PINNED}: "1"' in dgp014["message"]
+    assert dgp014["fixable"] is True

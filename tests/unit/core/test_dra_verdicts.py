@@ -104,14 +104,44 @@ def test_pure_dra_cannot_be_pinned_by_labels_and_says_which_device_class_to_crea
     assert not dgp014.fixable
     assert "driver 580.95.5 / CUDA 13.0 is on DRA nodes" in dgp014.message
     assert "create the DeviceClass gpu-580-95-5.nvidia.com" in dgp014.message
+    assert f"request {PINNED} instead of nvidia.com/gpu" in dgp014.message
     assert "compareTo(semver('580.95.5')) == 0" in dgp014.message
     assert "affinity" not in result.patched["spec"]["worker"]["spec"]  # nothing pinned
 
 
-def test_pure_dra_names_an_existing_per_driver_class_to_request() -> None:
-    [dgp014] = placement("pure-dra.yaml", workload(W13), "deviceclass-pinned-580.yaml")
-    assert not dgp014.fixable
-    assert f'request {PINNED}: "1" in scheduler and workers' in dgp014.message
+def test_pure_dra_moves_scheduler_and_workers_onto_an_existing_per_driver_class() -> None:
+    doc = workload(W13)
+    for pod in ("scheduler", "worker"):
+        doc["spec"][pod]["spec"]["containers"][0]["resources"]["requests"] = {"nvidia.com/gpu": "1"}
+    inventory = Inventory.from_objects(
+        items("pure-dra.yaml") + items("deviceclass-pinned-580.yaml")
+    )
+    result = evaluate(doc, Policy(), inventory)
+    [dgp014] = [f for f in result.findings if f.code in PLACEMENT]
+    assert dgp014.fixable
+    assert f"pinned scheduler and workers to it by asking for {PINNED}" in dgp014.message
+    for pod in ("scheduler", "worker"):
+        resources = result.patched["spec"][pod]["spec"]["containers"][0]["resources"]
+        assert resources == {"limits": {PINNED: "1"}, "requests": {PINNED: "1"}}
+    again = evaluate(result.patched, Policy(), inventory)
+    assert again.patched == result.patched
+    assert not [f for f in again.findings if f.code in PLACEMENT]
+
+
+def test_a_scheduler_on_its_own_gpu_resource_keeps_it_when_the_workers_move() -> None:
+    doc = workload(W13)
+    doc["spec"]["scheduler"]["spec"]["containers"][0]["resources"] = {
+        "limits": {IMPLICIT + "mig.nvidia.com": "1"}
+    }
+    inventory = Inventory.from_objects(
+        items("pure-dra.yaml") + items("deviceclass-pinned-580.yaml")
+    )
+    result = evaluate(doc, Policy(), inventory)
+    [dgp014] = [f for f in result.findings if f.code == "DGP014"]
+    assert "pinned the workers to it" in dgp014.message
+    assert f"the scheduler keeps its own {IMPLICIT}mig.nvidia.com" in dgp014.message
+    scheduler = result.patched["spec"]["scheduler"]["spec"]["containers"][0]
+    assert scheduler["resources"] == {"limits": {IMPLICIT + "mig.nvidia.com": "1"}}
 
 
 def test_pure_dra_picks_the_class_with_more_gpus_when_both_run_the_image() -> None:

@@ -104,29 +104,61 @@ def left_out(nodes: Nodes) -> str:
     )
 
 
-def dra_pin(ctx: Context, inventory: Inventory, chosen: DriverClass, listed: str) -> Finding:
-    """DGP014, not fixable: the workers' class lives on DRA nodes, which no node label pins.
+def _swap(spec: Any, old: str, new: str) -> bool:
+    """Ask for ``new`` wherever the containers of ``spec`` ask for ``old`` (limits, requests)."""
+    swapped = False
+    for _, container in containers(spec):
+        resources = container.get("resources")
+        for section in ("limits", "requests"):
+            values = resources.get(section) if isinstance(resources, dict) else None
+            if isinstance(values, dict) and old in values:
+                values[new] = values.pop(old)
+                swapped = True
+    return swapped
 
-    Names the catalogue's class pinned to the chosen driver, or the DeviceClass to create.
+
+def dra_pin(ctx: Context, inventory: Inventory, chosen: DriverClass, listed: str) -> Finding:
+    """DGP014 where the workers' class lives on DRA nodes, which no node label pins.
+
+    With a GPU DeviceClass of the catalogue that selects exactly the chosen driver, scheduler
+    and workers are moved onto it: they ask for its implicit extended-resource name instead of
+    the workers' resource (the DaskCluster CRD keeps ``resources.limits``, not claims). Else
+    the finding says which DeviceClass to create, and nothing is changed.
     """
-    kind = "mig" if "mig" in ctx.view.worker_gpus[0].resource.rsplit("/", 1)[-1] else "gpu"
+    old = ctx.view.worker_gpus[0].resource
+    kind = "mig" if "mig" in old.rsplit("/", 1)[-1] else "gpu"
     found = inventory.device_classes.pinned_to(chosen.driver, kind)
     name = found.name if found else f"{kind}-{chosen.driver.replace('.', '-')}.nvidia.com"
-    request = f'{IMPLICIT_PREFIX}{name}: "1"'
-    if found:
-        todo = f"request {request} in scheduler and workers (DeviceClass {name} selects it)"
-    else:
+    new = IMPLICIT_PREFIX + name
+    where = f"{ctx.view.worker.ptr}/containers/{ctx.view.worker.index}/resources"
+    why = (
+        f"Workers may land on several driver classes ({listed}); {chosen} is on DRA nodes, "
+        "which carry no GPU Feature Discovery labels to pin by"
+    )
+    if found is None:
         todo = (
             f'create the DeviceClass {name} with the CEL selector "device.driver == '
             f"'{NVIDIA_DRIVER}' && device.attributes['{NVIDIA_DRIVER}'].type == '{kind}' && "
             f"device.attributes['{NVIDIA_DRIVER}'].driverVersion.compareTo(semver("
-            f"'{chosen.driver}')) == 0\" and request {request} in scheduler and workers"
+            f"'{chosen.driver}')) == 0\" and request {new} instead of {old} in scheduler and "
+            "workers"
         )
+        return Finding.of(
+            "DGP014", where, f"{why}, so they cannot be pinned to it: {todo}", fixable=False
+        )
+    fixable = _swap(ctx.view.worker.spec, old, new)
+    scheduler = ctx.view.scheduler
+    own = {r.resource for r in scheduler.gpu_requests()} - {old}
+    fixable = _swap(scheduler.spec, old, new) and fixable if not own else fixable
+    kept = (
+        f"; the scheduler keeps its own {', '.join(sorted(own))}, whose driver is not pinned"
+        if own
+        else ""
+    )
     return Finding.of(
         "DGP014",
-        f"{ctx.view.worker.ptr}/containers/{ctx.view.worker.index}/resources",
-        f"Workers may land on several driver classes ({listed}); {chosen} is on DRA nodes, which "
-        "carry no GPU Feature Discovery labels to pin by, so scheduler and workers cannot be "
-        f"pinned to it by node affinity: {todo}",
-        fixable=False,
+        where,
+        f"{why}: pinned {'the workers' if own else 'scheduler and workers'} to it by asking "
+        f"for {new} (DeviceClass {name} selects that driver) instead of {old}{kept}",
+        fixable=fixable,
     )
