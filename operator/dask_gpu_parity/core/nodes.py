@@ -82,13 +82,14 @@ def _short(cuda: str) -> str:
 
 def device_class_of(devices: Iterable[Device]) -> DriverClass | None:
     """The driver class NVIDIA devices report; ``None`` unless they all report the same one."""
-    found = {
-        DriverClass(d.attributes["driverVersion"], _short(d.attributes["cudaDriverVersion"]))
+    pairs = {
+        (d.attributes["driverVersion"], d.attributes["cudaDriverVersion"])
         for d in devices
         if d.driver == NVIDIA_DRIVER
         and "driverVersion" in d.attributes
         and "cudaDriverVersion" in d.attributes
-    }
+    }  # a node's devices share one driver: one pair, parsed once
+    found = {DriverClass(driver, _short(cuda)) for driver, cuda in pairs}
     return found.pop() if len(found) == 1 else None
 
 

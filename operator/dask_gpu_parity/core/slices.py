@@ -34,26 +34,32 @@ class Device:
     memory: str | None = None
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    """``as_map`` with a fast path for the dicts YAML and JSON give (40,000 devices a fleet)."""
+    return value if type(value) is dict else as_map(value)
+
+
 def _attributes(driver: str, raw: Any) -> dict[str, str]:
     found: dict[str, str] = {}
-    for key, typed in as_map(raw).items():
-        if not isinstance(key, str) or not isinstance(typed, Mapping):
+    prefix = driver + "/"
+    for key, typed in _map(raw).items():
+        if type(typed) is not dict and not isinstance(typed, Mapping):  # dict: the fast path
             continue
-        value = next((typed[t] for t in _TYPES if t in typed), None)
-        if value is None:
-            continue
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        found[key.removeprefix(driver + "/")] = text
+        for kind in _TYPES:
+            if (value := typed.get(kind)) is not None:
+                text = str(value).lower() if value is True or value is False else str(value)
+                found[str(key).removeprefix(prefix)] = text
+                break
     return found
 
 
 def _device(driver: str, raw: Any) -> Device | None:
-    device = as_map(raw)
-    body = as_map(device.get("basic")) or device  # v1beta1 wraps them in "basic"
+    device = _map(raw)
+    body = _map(device.get("basic")) or device  # v1beta1 wraps them in "basic"
     name = device.get("name")
     if not isinstance(name, str):
         return None
-    memory = as_map(as_map(body.get("capacity")).get("memory")).get("value")
+    memory = _map(_map(body.get("capacity")).get("memory")).get("value")
     return Device(
         driver, name, _attributes(driver, body.get("attributes")), str(memory) if memory else None
     )
