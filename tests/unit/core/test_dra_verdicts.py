@@ -210,3 +210,23 @@ def test_a_claim_template_not_given_is_unresolved() -> None:
     found = claimed_gpus(pods()["pod1"], NVIDIA_CLASSES)
     assert found.gpus == ()
     assert found.unresolved == ("Pod claim 'gpu': ResourceClaimTemplate single-gpu was not given",)
+
+
+FLEETS = ["pure-dra.yaml", "mixed.yaml", "migrating.yaml"]
+RESOURCES = ["nvidia.com/gpu", IMPLICIT + "gpu.nvidia.com", IMPLICIT + "mig.nvidia.com", PINNED]
+
+
+@pytest.mark.parametrize("fleet", FLEETS)
+@pytest.mark.parametrize("resource", RESOURCES)
+@pytest.mark.parametrize("image", [W13, W128])
+@pytest.mark.parametrize("given", [False, True], ids=["catalogue", "pinned-class-given"])
+def test_evaluate_on_dra_fleets_is_idempotent(
+    fleet: str, resource: str, image: str, given: bool
+) -> None:
+    extra = items("deviceclass-pinned-580.yaml") if given else []
+    inventory = Inventory.from_objects(items(fleet) + extra)
+    doc = cluster(worker_resources={"limits": {resource: "1"}}, worker_container={"image": image})
+    once = evaluate(doc, Policy(), inventory)
+    twice = evaluate(once.patched, Policy(), inventory)
+    assert twice.patched == once.patched
+    assert not [f for f in twice.findings if f.fixable]
