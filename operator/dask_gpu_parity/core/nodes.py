@@ -9,6 +9,7 @@ needs of a Node and its devices. Pure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -41,6 +42,8 @@ LEGACY_DRIVER = (
     "nvidia.com/cuda.driver.rev",
 )
 LEGACY_CUDA = ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor")
+PRODUCT = "nvidia.com/gpu.product"
+COMPUTE = ("nvidia.com/gpu.compute.major", "nvidia.com/gpu.compute.minor")
 
 
 @dataclass(frozen=True, order=True)
@@ -93,6 +96,24 @@ def device_class_of(devices: Iterable[Device]) -> DriverClass | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _one(devices: Iterable[Device], key: str) -> str | None:
+    """The one value NVIDIA devices give attribute ``key``; ``None`` for none or several."""
+    found = {
+        d.attributes[key] for d in devices if d.driver == NVIDIA_DRIVER and key in d.attributes
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def _product(name: str) -> str:
+    """A product name as GFD's label spells it, less its MIG and sharing suffixes, lowercase.
+
+    GFD replaces NVML's spaces with dashes (``NVIDIA A100-SXM4-80GB`` is
+    ``NVIDIA-A100-SXM4-80GB``) and appends ``-MIG-<profile>`` (MIG single) or ``-SHARED``.
+    """
+    dashed = re.sub(r"\s+", "-", name.strip())
+    return dashed.split("-MIG-")[0].removesuffix("-SHARED").lower()
+
+
 def _dra_allocatable(
     devices: Iterable[Device], classes: DeviceClasses, plugin: Mapping[str, Decimal]
 ) -> dict[str, Decimal]:
@@ -127,6 +148,8 @@ class GpuNode:
     ready: bool = True  # the Ready condition is True (or not reported)
     dra_class: DriverClass | None = None  # the class its DRA GPU devices report
     dra: bool = False  # DRA publishes GPU devices of it
+    dra_product: str | None = None  # its devices' productName, when they have one
+    dra_compute: str | None = None  # its devices' cudaComputeCapability, when they have one
 
     @property
     def labelled_class(self) -> DriverClass | None:
@@ -146,6 +169,24 @@ class GpuNode:
         """Whether GFD's labels and the DRA devices name different driver classes."""
         labelled = self.labelled_class
         return None not in (labelled, self.dra_class) and labelled != self.dra_class
+
+    @property
+    def disagreements(self) -> tuple[str, ...]:
+        """What GFD's labels and the DRA devices say differently, after normalisation."""
+        found = []
+        if self.conflict:
+            found.append(f"labels: {self.labelled_class}, devices: {self.dra_class}")
+        product = self.labels.get(PRODUCT)
+        if product and self.dra_product and _product(product) != _product(self.dra_product):
+            found.append(f"product: labels {product}, devices {self.dra_product}")
+        compute = ".".join(self.labels.get(k, "") for k in COMPUTE)
+        if (
+            all(self.labels.get(k) for k in COMPUTE)
+            and self.dra_compute
+            and version_key(compute) != version_key(self.dra_compute)
+        ):
+            found.append(f"compute capability: labels {compute}, devices {self.dra_compute}")
+        return tuple(found)
 
     @property
     def uses_legacy_labels(self) -> bool:
@@ -195,6 +236,8 @@ class GpuNode:
             ready=ready[-1:] in ([], ["True"]),
             dra_class=device_class_of(devices) if dra else None,
             dra=bool(dra),
+            dra_product=_one(devices, "productName") if dra else None,
+            dra_compute=_one(devices, "cudaComputeCapability") if dra else None,
         )
 
 

@@ -148,3 +148,24 @@ def test_v1beta1_slices_wrap_attributes_in_basic() -> None:
     inventory = Inventory.from_objects([node, raw])
     assert inventory.nodes[0].driver_class == DriverClass("580.95.05", "13.0")
     assert dict(inventory.nodes[0].allocatable) == {"nvidia.com/gpu": 1, GPU: 1}
+
+
+def test_gfd_and_dra_spellings_of_product_and_compute_capability_agree() -> None:
+    [node, _] = Inventory.from_objects(items("migrating.yaml")).nodes
+    assert node.labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"
+    assert node.dra_product == "NVIDIA A100-SXM4-80GB"
+    assert node.dra_compute == "8.0.0"
+    assert node.disagreements == ()
+
+
+def test_a_product_or_compute_capability_that_differs_is_a_disagreement() -> None:
+    objects = items("migrating.yaml")
+    labels = objects[0]["metadata"]["labels"]
+    labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    labels["nvidia.com/gpu.compute.major"] = "9"
+    [node, _] = Inventory.from_objects(objects).nodes
+    assert node.disagreements == (
+        "product: labels NVIDIA-H100-80GB-HBM3, devices NVIDIA A100-SXM4-80GB",
+        "compute capability: labels 9.0, devices 8.0.0",
+    )
+    assert node.driver_class is not None  # the driver still agrees: its class is known

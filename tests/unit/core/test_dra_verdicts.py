@@ -230,3 +230,16 @@ def test_evaluate_on_dra_fleets_is_idempotent(
     twice = evaluate(once.patched, Policy(), inventory)
     assert twice.patched == once.patched
     assert not [f for f in twice.findings if f.fixable]
+
+
+def test_a_product_the_two_sources_name_differently_is_reported_but_placement_keeps_it() -> None:
+    objects = items("migrating.yaml")
+    objects[0]["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    inventory = Inventory.from_objects(objects)
+    found = [f for f in evaluate(workload(W13), Policy(), inventory).findings if f.code == "DGP028"]
+    assert [f.message.split("; where")[0] for f in found] == [
+        "2 GPU node(s) the workers can reach are described differently by GPU Feature "
+        "Discovery's labels and the DRA driver's devices (a100-migrating-0 (product: labels "
+        "NVIDIA-H100-80GB-HBM3, devices NVIDIA A100-SXM4-80GB); a100-migrating-1 (labels: "
+        "driver 570.172.08 / CUDA 12.8, devices: driver 580.95.5 / CUDA 13.0))"
+    ]

@@ -62,24 +62,27 @@ def sources_disagree(ctx: Context, inventory: Inventory, workers: Nodes) -> list
     found = [
         node
         for shape, members in workers.parts
-        if shape.representative.conflict
+        if shape.representative.disagreements
         for node in members
     ]
     if not found:
         return []
-    shown = "; ".join(
-        f"{n.name} (labels: {n.labelled_class}, devices: {n.dra_class})" for n in found[:5]
-    )
+    shown = "; ".join(f"{n.name} ({'; '.join(n.disagreements)})" for n in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    unknown = any(n.conflict for n in found)
+    consequence = (
+        "where the drivers differ the class is unknown, so placement does not count on those nodes"
+        if unknown
+        else "placement goes by the labels"
+    )
     return [
         Finding.of(
             "DGP028",
             ctx.view.worker.ptr,
-            f"{len(found)} GPU node(s) the workers can reach report two drivers: GPU Feature "
-            f"Discovery's labels and the DRA driver's devices disagree ({shown}{more}); their "
-            "driver class is unknown, so placement does not count on them. Restart GPU Feature "
-            "Discovery on those nodes (its labels go stale after a driver upgrade) or the DRA "
-            "kubelet plugin, whichever is behind",
+            f"{len(found)} GPU node(s) the workers can reach are described differently by GPU "
+            f"Feature Discovery's labels and the DRA driver's devices ({shown}{more}); "
+            f"{consequence}. Restart GPU Feature Discovery on those nodes (its labels go stale "
+            "after a driver upgrade) or the DRA kubelet plugin, whichever is behind",
         )
     ]
 
