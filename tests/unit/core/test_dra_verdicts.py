@@ -243,3 +243,19 @@ def test_a_product_the_two_sources_name_differently_is_reported_but_placement_ke
         "NVIDIA-H100-80GB-HBM3, devices NVIDIA A100-SXM4-80GB); a100-migrating-1 (labels: "
         "driver 570.172.08 / CUDA 12.8, devices: driver 580.95.5 / CUDA 13.0))"
     ]
+
+
+def test_the_cuda_floor_reads_the_drivers_the_devices_report() -> None:
+    h100_only = [o for o in items("pure-dra.yaml") if "a100" not in o["metadata"]["name"]]
+    h100_only = [o for o in h100_only if "gh200" not in o["metadata"]["name"]]
+    result = evaluate(workload(W13), Policy(), Inventory.from_objects(h100_only))
+    [dgp020] = [f for f in result.findings if f.code in PLACEMENT]
+    assert dgp020.code == "DGP020"
+    assert "the workers can reach driver 570.172.8 / CUDA 12.8 (dra-h100-0)" in dgp020.message
+
+
+def test_an_older_cuda_minor_on_dra_devices_is_the_minor_version_caveat() -> None:
+    doc = workload("rapidsai/base:26.08-cuda13-py3.13", IMPLICIT + "mig.nvidia.com")
+    found = placement("pure-dra.yaml", doc)
+    assert [f.code for f in found] == ["DGP021"]
+    assert "driver 580.95.5 / CUDA 13.0" in found[0].message
