@@ -114,7 +114,7 @@ def device_class(obj: Any) -> DeviceClass | None:
         return None
     spec = as_map(obj.get("spec"))
     drivers: set[str] = set()
-    pins: dict[str, str] = {}
+    literals: list[tuple[str, str, str]] = []  # (domain, attribute, value)
     exact = True
     for selector in as_list(spec.get("selectors")):
         expression = as_map(as_map(selector).get("cel")).get("expression")
@@ -122,21 +122,23 @@ def device_class(obj: Any) -> DeviceClass | None:
             exact = False
             continue
         drivers.update(_DRIVER.findall(expression))
-        for _, key, value in _EQUALS.findall(expression):
-            pins[key] = value
-        for _, key, first, second in _SEMVER.findall(expression):
-            pins[key] = first or second
+        literals += _EQUALS.findall(expression)
+        literals += [(d, k, first or second) for d, k, first, second in _SEMVER.findall(expression)]
         rest = _SEMVER.sub("", _EQUALS.sub("", _DRIVER.sub("", expression)))
         exact = exact and bool(_LEFTOVER.match(rest))
+    driver = next(iter(drivers)) if len(drivers) == 1 else None
+    # Attributes of the driver's own domain are bare in a slice; others keep their domain.
+    pins = {(k if d == driver else f"{d}/{k}"): v for d, k, v in literals}
+    types = {v for d, k, v in literals if k == "type" and d == driver}
+    pins.pop("type", None)
     extended = spec.get("extendedResourceName")
-    device_type = pins.pop("type", None)
     return DeviceClass(
         name=name,
-        driver=next(iter(drivers)) if len(drivers) == 1 else None,
-        device_type=device_type,
+        driver=driver,
+        device_type=types.pop() if len(types) == 1 else None,  # "gpu || mig": any type
         extended_resource_name=extended if isinstance(extended, str) and extended else None,
         pins=MappingProxyType(pins),
-        exact=exact and len(drivers) <= 1,
+        exact=exact and len(drivers) <= 1 and len(types) <= 1,
     )
 
 

@@ -165,3 +165,49 @@ def test_pinned_to_finds_the_class_of_one_driver_in_either_spelling() -> None:
     assert found is not None
     assert found.name == "gpu-580-95-5.nvidia.com"
     assert classes.pinned_to("570.172.08") is None
+
+
+def test_a_class_selecting_either_of_two_types_selects_any_type() -> None:
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu-or-mig"},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": "device.driver == 'gpu.nvidia.com' && "
+                        "(device.attributes['gpu.nvidia.com'].type == 'gpu' || "
+                        "device.attributes['gpu.nvidia.com'].type == 'mig')"
+                    }
+                }
+            ]
+        },
+    }
+    found = device_class(obj)
+    assert found is not None
+    assert (found.device_type, found.exact, found.gpu) == (None, False, True)
+    assert found.matches("gpu.nvidia.com", {"type": "mig"})
+
+
+def test_a_pin_on_another_domains_attribute_keeps_its_domain() -> None:
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu-on-root"},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": "device.driver == 'gpu.nvidia.com' && "
+                        "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:64'"
+                    }
+                }
+            ]
+        },
+    }
+    found = device_class(obj)
+    assert found is not None
+    assert dict(found.pins) == {"resource.kubernetes.io/pcieRoot": "pci0000:64"}
+    assert found.matches("gpu.nvidia.com", {"resource.kubernetes.io/pcieRoot": "pci0000:64"})
+    assert not found.matches("gpu.nvidia.com", {"resource.kubernetes.io/pcieRoot": "pci0000:00"})
