@@ -43,7 +43,7 @@ def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
     # collector would only re-scan every parsed document, again and again, as input grows.
     gc.disable()
     if isinstance(args, CheckArgs):
-        report, code = check(args)
+        report, code = check(args, err)
         out.write(report)
         out.flush()
         return code

@@ -39,6 +39,7 @@ class InputArgs:
     selection: Selection  # --exclude, --no-default-excludes, ..., --stdin-filename
     policy: str | None = None  # --policy FILE
     nodes: str | None = None  # --nodes FILE
+    device_classes: str | None = None  # --device-classes FILE
     extended_resource_toleration: ExtendedResourceToleration | None = None
     verifier: Delivery | None = None  # --verifier
     probe_image: str | None = None
@@ -115,6 +116,7 @@ def _inputs(ns: argparse.Namespace) -> InputArgs:
         ),
         policy=ns.policy,
         nodes=ns.nodes,
+        device_classes=ns.device_classes,
         extended_resource_toleration=ns.extended_resource_toleration,
         verifier=Delivery(ns.verifier) if ns.verifier is not None else None,
         probe_image=ns.probe_image,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TextIO
+
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.manifests import STDIN, FileError, locate
 from dask_gpu_parity.manifests.report import Located, render, resource_label, summary
 
 from .args import CheckArgs
-from .inputs import evaluate_all, load_inputs, load_inventory, load_policy
+from .inputs import evaluate_all, load_cluster, load_inputs, load_policy
 
 __all__ = ["check"]
 
@@ -28,13 +30,17 @@ def _file_finding(error: FileError, stdin_filename: str) -> Located:
     )
 
 
-def check(args: CheckArgs) -> tuple[str, int]:
-    """The report and the exit code (0 or 1; ``--exit-zero`` makes it 0)."""
-    policy, inventory = load_policy(args.inputs), load_inventory(args.inputs.nodes)
+def check(args: CheckArgs, err: TextIO | None = None) -> tuple[str, int]:
+    """The report and the exit code (0 or 1; ``--exit-zero`` makes it 0).
+
+    Warnings about the ``--nodes`` file (what its slices leave unresolved) go to ``err``.
+    """
+    policy = load_policy(args.inputs)
+    classes, inventory = load_cluster(args.inputs, err)
     inputs = load_inputs(args.inputs)
     stdin_filename = args.inputs.stdin_filename
     documents = inputs.documents
-    checked = evaluate_all(documents, policy, inventory)
+    checked = evaluate_all(documents, policy, inventory, classes)
 
     def path_of(name: str) -> str | None:
         return (stdin_filename or None) if name == STDIN else name

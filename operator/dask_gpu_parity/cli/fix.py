@@ -12,7 +12,7 @@ from dask_gpu_parity.manifests.inplace import escaping_link
 from dask_gpu_parity.manifests.report import printable
 
 from .args import FixArgs
-from .inputs import evaluate_all, load_inputs, load_inventory, load_policy
+from .inputs import evaluate_all, load_cluster, load_inputs, load_policy
 
 __all__ = ["fix"]
 
@@ -24,13 +24,14 @@ def fix(args: FixArgs, out: TextIO, err: TextIO) -> int:
     paths = args.inputs.paths
     if args.in_place and STDIN in paths:
         raise InputError("fix: --in-place cannot rewrite stdin; drop - or --in-place")
-    policy, inventory = load_policy(args.inputs), load_inventory(args.inputs.nodes)
+    policy = load_policy(args.inputs)
+    classes, inventory = load_cluster(args.inputs, err)
     inputs = load_inputs(args.inputs, regular_only=args.in_place)
     errors: list[FileError] = list(inputs.errors)
     if errors and not args.in_place:  # a stream with a file left out would lose it
         _report(errors, err)
         return EXIT_USAGE
-    checked = evaluate_all(inputs.documents, policy, inventory)
+    checked = evaluate_all(inputs.documents, policy, inventory, classes)
     by_source: dict[int, dict[int, list[tuple[str, list[Any]]]]] = {}
     for c in checked:
         patch = c.result.patch

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any, TextIO
 
+from dask_gpu_parity.core.deviceclasses import (
+    NVIDIA_CLASSES,
+    DeviceClass,
+    DeviceClasses,
+    device_class,
+)
 from dask_gpu_parity.core.engine import Result, evaluate
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import as_map
@@ -25,7 +32,14 @@ from dask_gpu_parity.manifests.discover import NOTICES, skipped
 
 from .args import InputArgs
 
-__all__ = ["Checked", "Inputs", "evaluate_all", "load_inputs", "load_inventory", "load_policy"]
+__all__ = [
+    "Checked",
+    "Inputs",
+    "evaluate_all",
+    "load_cluster",
+    "load_inputs",
+    "load_policy",
+]
 
 
 @dataclass
@@ -133,18 +147,62 @@ def load_policy(args: InputArgs) -> Policy | None:
         raise InputError(f"{_FLAGS.get(exc.field, exc.field)}: {exc.message}") from exc
 
 
-def load_inventory(path: str | None) -> Inventory | None:
-    """The ``--nodes`` file's Nodes (any error is a usage error)."""
+def _classes_in(path: str, objects: list[Any]) -> list[DeviceClass]:
+    found = []
+    for number, obj in enumerate(objects, 1):
+        if as_map(obj).get("kind") != "DeviceClass":
+            continue
+        read = device_class(obj)
+        if read is None:
+            raise InputError(
+                f"{path}: object {number}: not a resource.k8s.io DeviceClass with a "
+                "metadata.name (expected `kubectl get deviceclasses -o yaml` output)"
+            )
+        found.append(read)
+    return found
+
+
+def load_cluster(
+    args: InputArgs, err: TextIO | None = None
+) -> tuple[DeviceClasses, Inventory | None]:
+    """The DeviceClasses and the node inventory (any error is a usage error).
+
+    Classes: NVIDIA's, then the ``--nodes`` file's, then ``--device-classes``'s. The inventory:
+    the ``--nodes`` file's Nodes and ResourceSlices (the file is read once: it may be a pipe).
+    What the inventory could not resolve (slices of no single node, of nodes not in the file)
+    is written to ``err`` as warnings.
+    """
+    path = args.nodes
+    objects = [d.data for d in _documents(path)] if path is not None else []
+    classes = NVIDIA_CLASSES.extend(_classes_in(path or "", objects))
+    if args.device_classes is not None:
+        found = _classes_in(args.device_classes, [d.data for d in _documents(args.device_classes)])
+        if not found:
+            raise InputError(
+                f"{args.device_classes}: no DeviceClass objects (expected `kubectl get "
+                "deviceclasses -o yaml` output)"
+            )
+        classes = classes.extend(found)
     if path is None:
-        return None
-    nodes = [d.data for d in _documents(path) if d.data.get("kind") == "Node"]
+        return classes, None
+    nodes = [o for o in objects if as_map(o).get("kind") == "Node"]
     if not nodes:
-        raise InputError(f"{path}: no Node objects (expected `kubectl get nodes -o yaml` output)")
-    return Inventory.from_nodes(nodes)
+        raise InputError(
+            f"{path}: no Node objects (expected `kubectl get nodes,resourceslices,deviceclasses "
+            "-o yaml` output)"
+        )
+    slices = [o for o in objects if as_map(o).get("kind") == "ResourceSlice"]
+    inventory = Inventory.from_nodes(nodes, slices, classes)
+    if err is not None:
+        err.writelines(f"warning: {path}: {note}\n" for note in inventory.notes)
+    return classes, inventory
 
 
 def evaluate_all(
-    documents: list[Document], policy: Policy | None, inventory: Inventory | None
+    documents: list[Document],
+    policy: Policy | None,
+    inventory: Inventory | None,
+    classes: DeviceClasses | None = None,
 ) -> list[Checked]:
     """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
     dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
@@ -159,6 +217,6 @@ def evaluate_all(
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
             cluster = clusters.get((dask.namespace_or(), name)) if isinstance(name, str) else None
-        result = evaluate(doc.data, policy, inventory, cluster=cluster)
+        result = evaluate(doc.data, policy, inventory, cluster=cluster, device_classes=classes)
         checked.append(Checked(doc, dask, result))
     return checked

@@ -146,7 +146,14 @@ def _inputs(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--nodes",
         metavar="FILE",
-        help="`kubectl get nodes -o yaml` output: enables the placement rules",
+        help="`kubectl get nodes,resourceslices,deviceclasses -o yaml` output (Nodes, and DRA "
+        "ResourceSlices and DeviceClasses if any): enables the placement rules",
+    )
+    sub.add_argument(
+        "--device-classes",
+        metavar="FILE",
+        help="`kubectl get deviceclasses -o yaml` output: DRA DeviceClasses whose extended "
+        "resources are GPUs (default: NVIDIA's gpu.nvidia.com and mig.nvidia.com)",
     )
     sub.add_argument(
         "--extended-resource-toleration",

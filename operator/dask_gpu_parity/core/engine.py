@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from .findings import Finding
 from .gpu import gpu_requests
 from .inventory import Inventory
@@ -18,6 +19,7 @@ from .plain import copy_json, get_in
 from .policy import Policy
 from .resources import opted_out, view
 from .rules import Context, cluster_parity
+from .rules.dra import unknown_device_classes
 from .rules.pods import cuda_workers_without_gpu, refused_pods
 from .rules.schema import schema_findings
 from .rules.worker_group import worker_group
@@ -54,6 +56,7 @@ def evaluate(
     *,
     cluster: Mapping[str, Any] | None = None,
     schema: bool = True,
+    device_classes: DeviceClasses | None = None,
 ) -> Result:
     """Check a Dask resource for parity and compute its fixed version.
 
@@ -65,6 +68,8 @@ def evaluate(
         cluster: for a DaskWorkerGroup, its DaskCluster, when known.
         schema: check the document against the Dask CRD schemas. A validating webhook turns
             this off: the API server has validated (and pruned) the object before calling it.
+        device_classes: the DRA DeviceClasses whose extended-resource names are GPUs; else the
+            inventory's, else NVIDIA's catalogue (``gpu.nvidia.com``, ``mig.nvidia.com``).
 
     Returns:
         The patched resource and the findings about the original.
@@ -73,19 +78,26 @@ def evaluate(
     dask = view(resource)
     if dask is None or opted_out(resource):
         return Result(resource, resource)
-    worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()))
-    refused = refused_pods(resource, dask)  # the CRD schema admits these; the Pod API does not
+    classes = device_classes or (inventory.device_classes if inventory else NVIDIA_CLASSES)
+    worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()), classes)
+    refused = refused_pods(resource, dask, classes)  # the CRD schema admits them; Pods do not
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
         found = schema_findings(resource, dask.kind, fix=False) if schema else []
-        found += refused + cuda_workers_without_gpu(resource, dask, policy)
+        unknown = unknown_device_classes(resource, dask, classes)  # maybe GPUs: no DGP025 there
+        found += refused + [
+            f
+            for f in cuda_workers_without_gpu(resource, dask, policy, classes)
+            if not any(u.path.startswith(f.path + "/") for u in unknown)
+        ]
+        found += unknown
         return Result(resource, resource, tuple(found))
     patched: dict[str, Any] = copy_json(resource)
     findings = schema_findings(patched, dask.kind, fix=True) if schema else []
     findings += refused
     if dask.scheduler_path is not None:
-        resolved = cluster_view(patched, dask)
+        resolved = cluster_view(patched, dask, classes)
         if resolved is not None:  # else malformed: the schema rule has said what is wrong
             findings += cluster_parity(Context(resolved, policy, inventory))
     elif cluster is not None:
-        findings += worker_group(patched, dask, cluster, policy)
+        findings += worker_group(patched, dask, cluster, policy, classes)
     return Result(resource, patched, tuple(findings))

@@ -140,6 +140,20 @@ RULES: dict[str, Rule] = {
             Severity.WARNING,
             False,
         ),
+        Rule(
+            "DGP027",
+            "unknown-device-class",
+            "Workers ask for an unknown DeviceClass",
+            Severity.WARNING,
+            False,
+        ),
+        Rule(
+            "DGP028",
+            "driver-sources-disagree",
+            "GPU node labels and DRA devices disagree",
+            Severity.WARNING,
+            False,
+        ),
         # Input files, not resources (the CLI): the other files are still checked.
         Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
         Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),

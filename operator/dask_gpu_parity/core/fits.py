@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from . import quantity
+from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from .gpu import GpuRequest, gpu_requests
 from .labels import expression_matches
 from .nodes import GpuNode
@@ -27,13 +28,13 @@ _REQUIRED_TERMS = (
 )
 
 
-def pod_gpu_demand(pod_spec: Any) -> dict[str, Decimal]:
+def pod_gpu_demand(pod_spec: Any, classes: DeviceClasses = NVIDIA_CLASSES) -> dict[str, Decimal]:
     """GPU resources the pod needs from a node.
 
     Per container the larger of limit and request, summed over the containers (as kube-scheduler
     counts extended resources).
     """
-    return gpu_demand(gpu_requests(pod_spec))
+    return gpu_demand(gpu_requests(pod_spec, classes))
 
 
 def gpu_demand(requests: Iterable[GpuRequest]) -> dict[str, Decimal]:
@@ -72,12 +73,20 @@ class PodFilter:
     tolerations: tuple[Mapping[str, Any], ...]
 
     @classmethod
-    def of(cls, pod_spec: Any, extended_tolerations: bool = False) -> PodFilter:
-        """The filter for ``pod_spec`` (see :func:`node_fits` for ``extended_tolerations``)."""
+    def of(
+        cls,
+        pod_spec: Any,
+        extended_tolerations: bool = False,
+        classes: DeviceClasses = NVIDIA_CLASSES,
+    ) -> PodFilter:
+        """The filter for ``pod_spec`` (see :func:`node_fits` for ``extended_tolerations``).
+
+        ``classes``: the DeviceClasses whose extended-resource names are GPUs.
+        """
         if not isinstance(pod_spec, Mapping):
             return cls(False, {}, None, {}, ())
         selector = pod_spec.get("nodeSelector")
-        demand = pod_gpu_demand(pod_spec)
+        demand = pod_gpu_demand(pod_spec, classes)
         tolerations = [t for t in as_list(pod_spec.get("tolerations")) if isinstance(t, Mapping)]
         if extended_tolerations:
             tolerations += [

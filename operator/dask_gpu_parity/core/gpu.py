@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import quantity
+from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 
 __all__ = [
     "GpuRequest",
@@ -30,12 +31,18 @@ __all__ = [
 ]
 
 _MIG = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb")
+_PLUGIN_NAMES = frozenset({"nvidia.com/gpu", "nvidia.com/gpu.shared"})
 Protocol = str  # "tcp" or "ucx"
 
 
-def is_gpu_resource(name: str) -> bool:
-    """Whether ``name`` is an NVIDIA GPU resource: whole, shared or a MIG slice."""
-    return name in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or bool(_MIG.match(name))
+def is_gpu_resource(name: str, classes: DeviceClasses = NVIDIA_CLASSES) -> bool:
+    """Whether ``name`` is an NVIDIA GPU resource: whole, shared, a MIG slice, or a DRA one.
+
+    The device plugin's names, and under DRA the extended-resource names of the GPU
+    DeviceClasses in ``classes`` (their ``extendedResourceName`` and the implicit
+    ``deviceclass.resource.kubernetes.io/<class>``). Two set lookups and a regex at most.
+    """
+    return name in _PLUGIN_NAMES or name in classes.gpu_names or _MIG.match(name) is not None
 
 
 def containers(pod_spec: Any, key: str = "containers") -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -60,10 +67,11 @@ class GpuRequest:
     section: str  # "limits" or "requests"
 
 
-def gpu_requests(pod_spec: Any) -> list[GpuRequest]:
+def gpu_requests(pod_spec: Any, classes: DeviceClasses = NVIDIA_CLASSES) -> list[GpuRequest]:
     """Every positive GPU request of every container of the pod spec.
 
-    Init containers are left out: kubelet lends them the app containers' devices.
+    Init containers are left out: kubelet lends them the app containers' devices. ``classes``:
+    the DeviceClasses whose extended-resource names are GPUs too.
     """
     found: list[GpuRequest] = []
     for index, container in containers(pod_spec):
@@ -75,7 +83,7 @@ def gpu_requests(pod_spec: Any) -> list[GpuRequest]:
             if not isinstance(values, Mapping):
                 continue
             for name, amount in values.items():
-                gpu = isinstance(name, str) and is_gpu_resource(name)
+                gpu = isinstance(name, str) and is_gpu_resource(name, classes)
                 if gpu and (quantity.parse(amount) or 0) > 0:  # parsed for GPUs only
                     found.append(GpuRequest(name, amount, index, section))
     return found
@@ -91,7 +99,9 @@ class RefusedGpu:
     reason: str
 
 
-def refused_gpus(container: Mapping[str, Any]) -> list[RefusedGpu]:
+def refused_gpus(
+    container: Mapping[str, Any], classes: DeviceClasses = NVIDIA_CLASSES
+) -> list[RefusedGpu]:
     """The container's GPU requests that the API server refuses, one per resource.
 
     Extended resources such as ``nvidia.com/gpu`` are integers and cannot be overcommitted, so
@@ -104,7 +114,7 @@ def refused_gpus(container: Mapping[str, Any]) -> list[RefusedGpu]:
     limits, requests = _section(container, "limits"), _section(container, "requests")
     refused = []
     for name in dict.fromkeys([*limits, *requests]):
-        if not (isinstance(name, str) and is_gpu_resource(name)):
+        if not (isinstance(name, str) and is_gpu_resource(name, classes)):
             continue
         limit, request = quantity.parse(limits.get(name)), quantity.parse(requests.get(name))
         if (name in limits and limit is None) or (name in requests and request is None):
@@ -124,13 +134,15 @@ def refused_gpus(container: Mapping[str, Any]) -> list[RefusedGpu]:
     return refused
 
 
-def admitted_gpus(container: Mapping[str, Any], index: int) -> list[GpuRequest]:
+def admitted_gpus(
+    container: Mapping[str, Any], index: int, classes: DeviceClasses = NVIDIA_CLASSES
+) -> list[GpuRequest]:
     """The GPUs the container really gets: positive limits that the API server admits."""
-    refused = {r.resource for r in refused_gpus(container)}
+    refused = {r.resource for r in refused_gpus(container, classes)}
     return [
         GpuRequest(name, amount, index, "limits")
         for name, amount in _section(container, "limits").items()
-        if isinstance(name, str) and is_gpu_resource(name) and name not in refused
+        if isinstance(name, str) and is_gpu_resource(name, classes) and name not in refused
         if (quantity.parse(amount) or 0) > 0
     ]
 
@@ -185,9 +197,11 @@ def scheduler_container(pod_spec: Any) -> tuple[int, Mapping[str, Any]] | None:
     return found[0] if found else None
 
 
-def primary_container(pod_spec: Any) -> tuple[int, Mapping[str, Any]] | None:
+def primary_container(
+    pod_spec: Any, classes: DeviceClasses = NVIDIA_CLASSES
+) -> tuple[int, Mapping[str, Any]] | None:
     """The container that does the work: the first that asks for a GPU, else the first."""
-    requests = gpu_requests(pod_spec)
+    requests = gpu_requests(pod_spec, classes)
     wanted = requests[0].container if requests else 0
     for index, container in containers(pod_spec):
         if index >= wanted:

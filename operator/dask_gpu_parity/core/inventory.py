@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NoReturn
 
+from .deviceclasses import NVIDIA_CLASSES, DeviceClasses, device_class
 from .fits import PodFilter, gpu_demand, node_fits, pod_gpu_demand, toleration_matches
-from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class
+from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class, gpu_nodes
 from .providers import PROVIDERS, PoolClass, Provider
 from .shapes import PER_NODE_LABELS, Nodes, Shape, group, own_name_keys, referenced_keys
 
@@ -62,14 +63,22 @@ class Inventory:
     asking about them is per shape too. ``nodes`` is built only when something walks it.
     """
 
-    __slots__ = ("_facts", "_nodes", "_per_node", "_shapes", "_size")
+    __slots__ = ("_classes", "_facts", "_nodes", "_per_node", "_shapes", "_size", "notes")
     _shapes: tuple[Shape, ...]
     _per_node: frozenset[str]
     _size: int
     _nodes: tuple[GpuNode, ...] | None
     _facts: dict[str, Any]  # answers that do not depend on a pod, kept once asked
+    _classes: DeviceClasses
+    notes: tuple[str, ...]  # what could not be resolved (slices of no node, of unknown nodes)
 
-    def __init__(self, shapes: Iterable[Shape], per_node_keys: frozenset[str]) -> None:
+    def __init__(
+        self,
+        shapes: Iterable[Shape],
+        per_node_keys: frozenset[str],
+        classes: DeviceClasses = NVIDIA_CLASSES,
+        notes: Iterable[str] = (),
+    ) -> None:
         """An inventory of ``shapes``, whose members differ only in ``per_node_keys`` labels."""
         shapes = tuple(shapes)
         object.__setattr__(self, "_shapes", shapes)
@@ -77,6 +86,8 @@ class Inventory:
         object.__setattr__(self, "_size", sum(len(s.members) for s in shapes))
         object.__setattr__(self, "_nodes", None)
         object.__setattr__(self, "_facts", {})
+        object.__setattr__(self, "_classes", classes)
+        object.__setattr__(self, "notes", tuple(notes))
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(f"Inventory is immutable: cannot set {name}")
@@ -85,14 +96,45 @@ class Inventory:
         raise AttributeError(f"Inventory is immutable: cannot delete {name}")
 
     @classmethod
-    def from_nodes(cls, nodes: Iterable[Mapping[str, Any]]) -> Inventory:
-        """An inventory from Node objects (e.g. ``kubectl get nodes -o yaml`` items)."""
-        gpu_nodes = (GpuNode.from_node(n) for n in nodes if isinstance(n, Mapping))
-        found = sorted((n for n in gpu_nodes if n), key=lambda n: n.name)
+    def from_nodes(
+        cls,
+        nodes: Iterable[Mapping[str, Any]],
+        slices: Iterable[Mapping[str, Any]] = (),
+        classes: DeviceClasses | None = None,
+    ) -> Inventory:
+        """An inventory from Node objects and the ResourceSlices of their DRA devices.
+
+        Args:
+            nodes: Node objects (e.g. ``kubectl get nodes -o yaml`` items).
+            slices: ResourceSlice objects; a slice of a node not in ``nodes`` is left out, noted.
+            classes: the DeviceClasses (NVIDIA's catalogue when ``None``).
+        """
+        catalogue = classes if classes is not None else NVIDIA_CLASSES
+        found, notes = gpu_nodes(nodes, slices, catalogue)
         per_node = set(PER_NODE_LABELS)
         for node in found:
             per_node |= own_name_keys(node.labels, node.name)
-        return cls(group(found, frozenset(per_node)), frozenset(per_node))
+        return cls(group(found, frozenset(per_node)), frozenset(per_node), catalogue, notes)
+
+    @classmethod
+    def from_objects(
+        cls, objects: Iterable[Any], classes: DeviceClasses | None = None
+    ) -> Inventory:
+        """Nodes, ResourceSlices and DeviceClasses (which extend ``classes``) listed together.
+
+        As ``kubectl get nodes,resourceslices,deviceclasses -o yaml`` lists them.
+        """
+        items = [o for o in objects if isinstance(o, Mapping)]
+        found = [dc for o in items if (dc := device_class(o)) is not None]
+        catalogue = (classes if classes is not None else NVIDIA_CLASSES).extend(found)
+        nodes = [o for o in items if o.get("kind") == "Node"]
+        slices = [o for o in items if o.get("kind") == "ResourceSlice"]
+        return cls.from_nodes(nodes, slices, catalogue)
+
+    @property
+    def device_classes(self) -> DeviceClasses:
+        """The DeviceClasses the inventory counted devices by."""
+        return self._classes
 
     @property
     def nodes(self) -> tuple[GpuNode, ...]:
@@ -119,7 +161,7 @@ class Inventory:
 
     def fits_any(self, pod_spec: Any, *, extended_tolerations: bool = False) -> bool:
         """Whether some node could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
-        pod = PodFilter.of(pod_spec, extended_tolerations)
+        pod = PodFilter.of(pod_spec, extended_tolerations, self._classes)
         if self._per_node_spec(pod_spec):
             return any(pod.fits(n) for s in self._shapes for n in s.members)
         return any(pod.fits(s.representative) for s in self._shapes)
@@ -128,7 +170,7 @@ class Inventory:
         """The nodes that could take a pod with ``pod_spec`` (see :func:`node_fits`)."""
         out = Nodes()
         per_node = self._per_node_spec(pod_spec)
-        pod = PodFilter.of(pod_spec, extended_tolerations)
+        pod = PodFilter.of(pod_spec, extended_tolerations, self._classes)
         for shape in self._shapes:
             if per_node:
                 members: Sequence[GpuNode] = [n for n in shape.members if pod.fits(n)]
@@ -146,10 +188,12 @@ class Inventory:
     def classes(self, nodes: Nodes | None = None) -> dict[DriverClass, Nodes]:
         """Nodes (of ``nodes``, else all) grouped by driver class (unlabelled nodes left out)."""
         grouped: dict[DriverClass, Nodes] = {}
+        spelled: dict[DriverClass, DriverClass] = {}  # GFD's spelling where a node has labels
         for shape, members in (self._all() if nodes is None else nodes).parts:
-            if shape.driver_class is not None:
-                grouped.setdefault(shape.driver_class, Nodes()).take(shape, members)
-        return grouped
+            if (dc := shape.driver_class) is not None:
+                grouped.setdefault(dc, Nodes()).take(shape, members)
+                spelled[dc] = shape.representative.labelled_class or spelled.get(dc, dc)
+        return {spelled[dc]: found for dc, found in grouped.items()}
 
     def of_class(self, dc: DriverClass) -> Nodes:
         """The nodes of one driver class."""

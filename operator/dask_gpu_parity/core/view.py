@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cuda import CudaNeed, need
+from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from .gpu import (
     GpuRequest,
     Protocol,
@@ -38,6 +39,7 @@ class PodView:
     ptr: str  # JSON pointer of the pod spec
     index: int  # of the working container in ``containers``
     container: dict[str, Any]
+    classes: DeviceClasses = NVIDIA_CLASSES  # whose extended-resource names are GPUs
 
     @property
     def container_ptr(self) -> str:
@@ -50,7 +52,7 @@ class PodView:
         Only what the API server admits counts, and only on this container: a sidecar's GPU is
         not the scheduler's, and a fractional or request-only GPU gets no Pod at all.
         """
-        return admitted_gpus(self.container, self.index)
+        return admitted_gpus(self.container, self.index, self.classes)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class ClusterView:
     protocol: Protocol
     cuda: CudaNeed | None  # the CUDA version the workers' image needs, when it can be told
     replicas: int = 1  # the workers' spec.worker.replicas (the CRD's default: 1)
+    classes: DeviceClasses = NVIDIA_CLASSES  # the DeviceClasses GPU names were read with
 
     @property
     def worker_image(self) -> str | None:
@@ -73,19 +76,26 @@ class ClusterView:
         return image if isinstance(image, str) and image else None
 
 
-def cluster_view(patched: dict[str, Any], dask: DaskResource) -> ClusterView | None:
+def cluster_view(
+    patched: dict[str, Any], dask: DaskResource, classes: DeviceClasses = NVIDIA_CLASSES
+) -> ClusterView | None:
     """The view of a GPU cluster or job, ``None`` when its pod specs are malformed.
 
-    Malformed input has no view: the schema rule has already said what is wrong.
+    Malformed input has no view: the schema rule has already said what is wrong. ``classes``:
+    the DeviceClasses whose extended-resource names are GPUs.
     """
     if dask.scheduler_path is None or dask.worker_path is None:
         return None
-    worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path)))
-    scheduler = _pod(patched, dask.scheduler_path, _scheduler_index)
-    worker = _pod(patched, dask.worker_path, _primary_index)
+    worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path), classes))
+    scheduler = _pod(patched, dask.scheduler_path, _scheduler_index, classes)
+    worker = _pod(patched, dask.worker_path, _primary_index, classes)
     if scheduler is None or worker is None or not worker_gpus:
         return None
-    runner = _pod(patched, dask.job_runner_path, _primary_index) if dask.job_runner_path else None
+    runner = (
+        _pod(patched, dask.job_runner_path, _primary_index, classes)
+        if dask.job_runner_path
+        else None
+    )
     return ClusterView(
         resource=dask,
         scheduler=scheduler,
@@ -95,6 +105,7 @@ def cluster_view(patched: dict[str, Any], dask: DaskResource) -> ClusterView | N
         protocol=protocol(scheduler.spec, worker.spec),
         cuda=need(patched, worker.container),
         replicas=_replicas(get_in(patched, (*dask.worker_path[:-1], "replicas"))),
+        classes=classes,
     )
 
 
@@ -103,24 +114,26 @@ def _replicas(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
 
 
-def _pod(patched: dict[str, Any], path: tuple[Any, ...], index_of: Any) -> PodView | None:
+def _pod(
+    patched: dict[str, Any], path: tuple[Any, ...], index_of: Any, classes: DeviceClasses
+) -> PodView | None:
     spec = get_in(patched, path)
     if not isinstance(spec, dict):
         return None
-    index = index_of(spec)
+    index = index_of(spec, classes)
     if index is None:
         return None
     container = spec["containers"][index]
     if not isinstance(container, dict):
         return None
-    return PodView(spec, pointer(*path), index, container)
+    return PodView(spec, pointer(*path), index, container, classes)
 
 
-def _scheduler_index(spec: Mapping[str, Any]) -> int | None:
+def _scheduler_index(spec: Mapping[str, Any], _: DeviceClasses) -> int | None:
     found = scheduler_container(spec)
     return found[0] if found else None
 
 
-def _primary_index(spec: Mapping[str, Any]) -> int | None:
-    primary = primary_container(spec)
+def _primary_index(spec: Mapping[str, Any], classes: DeviceClasses) -> int | None:
+    primary = primary_container(spec, classes)
     return primary[0] if primary else None

@@ -11,10 +11,11 @@ from dask_gpu_parity.core.policy import Placement
 
 from .constraints import worker_constraints
 from .context import Context
+from .dra import sources_disagree
 from .environment import environment
 from .gpu import scheduler_gpu
 from .image import job_runner_image, scheduler_image
-from .pinning import pin_driver_class
+from .pinning import pin_driver_class, worker_nodes
 from .schedulable import schedulable
 from .verifier import verifier
 
@@ -26,6 +27,8 @@ def cluster_parity(ctx: Context) -> list[Finding]:
     findings = scheduler_gpu(ctx) + scheduler_image(ctx) + job_runner_image(ctx)
     findings += environment(ctx)
     pinned = None
+    if ctx.inventory is not None:  # where the workers can go as written, before any pin
+        findings += sources_disagree(ctx, ctx.inventory, worker_nodes(ctx, ctx.inventory))
     if ctx.policy.placement.strategy is not Placement.NONE:
         findings += worker_constraints(ctx)
         if ctx.inventory is not None:

@@ -19,7 +19,7 @@ def scheduler_gpu(ctx: Context) -> list[Finding]:
     a GPU the API server admits; a refused one is DGP024's, and overwriting it is left to a hand.
     """
     scheduler = ctx.view.scheduler
-    if refused_gpus(scheduler.container):
+    if refused_gpus(scheduler.container, scheduler.classes):
         return []
     scheduler_gpus = scheduler.gpu_requests()
     resources_ptr = f"{scheduler.container_ptr}/resources"
@@ -66,7 +66,7 @@ def _elsewhere(ctx: Context) -> str:
     others = [
         repr(container.get("name", index))
         for index, container in containers(scheduler.spec)
-        if index != scheduler.index and admitted_gpus(container, index)
+        if index != scheduler.index and admitted_gpus(container, index, scheduler.classes)
     ]
     if not others:
         return ""

@@ -27,6 +27,7 @@ from dask_gpu_parity.core.plain import copy_json
 from dask_gpu_parity.core.providers import PoolClass
 from dask_gpu_parity.core.rules.affinity import add_expressions
 from dask_gpu_parity.core.rules.context import Context
+from dask_gpu_parity.core.rules.dra import carry_labels, dra_pin, left_out
 from dask_gpu_parity.core.rules.pins import NodeClass, legacy_pin, pin_expressions, pins_driver
 from dask_gpu_parity.core.rules.pools import own_pool
 from dask_gpu_parity.names import CUDA_ANNOTATION
@@ -107,27 +108,29 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     candidates = []
     for nc, nodes in usable.items():
         trial = copy_json(scheduler.spec)
-        pin_scheduler(trial, nc, pin_expressions(nc, inventory.legacy_labels(nodes)))
+        if isinstance(nc, PoolClass) or carry_labels(nodes):  # DRA nodes only: no label to pin by
+            pin_scheduler(trial, nc, pin_expressions(nc, inventory.legacy_labels(nodes)))
         if inventory.fits_any(trial, extended_tolerations=ctx.extended_tolerations):
             candidates.append((nc, nodes))
     if not candidates or ctx.policy.placement.strategy.value != "pin-driver-class":
         return [], None  # DGP013 explains why the scheduler fits nowhere
     chosen, nodes = max(candidates, key=rank)
+    listed = _listed(classes, unlabelled)
+    if isinstance(chosen, DriverClass) and not carry_labels(nodes):
+        return [dra_pin(ctx, inventory, chosen, listed), *_older_minor(ctx, None, None)], None
     legacy = isinstance(chosen, DriverClass) and legacy_pin(inventory, chosen)
     exprs = pin_expressions(chosen, legacy)
     fixable = add_expressions(worker.spec, exprs) and pin_scheduler(scheduler.spec, chosen, exprs)
     if keeps_pool and not own_pool(ctx):  # its pool is the one the workers now have: the same
         keeps_pool = False
         fixable = add_expressions(scheduler.spec, exprs) and fixable
-    listed = "; ".join(str(nc) for nc in sorted(classes, key=str))
-    if unlabelled:
-        listed += f"; {len(unlabelled)} GPU node(s) without driver labels"
     why = f"the one with the most allocatable {resource} ({capacity(nodes)})"
     excluded = sorted((nc for nc in classes if fits[nc] is Fit.NO), key=str)
     if cuda is not None and excluded:
         why = f"which runs {cuda}, unlike {'; '.join(map(str, excluded))}; " + why.replace(
             "the one", "of those that do, the one"
         )
+    why += left_out(nodes)
     kind = "driver classes" if isinstance(chosen, DriverClass) else "node pools"
     who = "scheduler and workers"
     if isinstance(chosen, PoolClass):
@@ -149,6 +152,14 @@ def _pin(ctx: Context, inventory: Inventory) -> tuple[list[Finding], DriverClass
     ]
     driver = chosen if isinstance(chosen, DriverClass) else None
     return findings + _older_minor(ctx, driver, fits[chosen]), driver
+
+
+def _listed(classes: dict[NodeClass, Nodes], unlabelled: Nodes) -> str:
+    """The classes the workers may land on, and how many nodes have none, for a message."""
+    listed = "; ".join(str(nc) for nc in sorted(classes, key=str))
+    if unlabelled:
+        listed += f"; {len(unlabelled)} GPU node(s) without driver labels"
+    return listed
 
 
 def _no_class(ctx: Context, classes: dict[NodeClass, Nodes]) -> Finding:

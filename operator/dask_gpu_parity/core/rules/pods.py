@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.gpu import (
     admitted_gpus,
@@ -36,7 +37,9 @@ def _pod_specs(resource: Mapping[str, Any], dask: DaskResource) -> list[tuple[st
     return [(role, path, get_in(resource, path)) for role, path in roles if path is not None]
 
 
-def refused_pods(resource: Mapping[str, Any], dask: DaskResource) -> list[Finding]:
+def refused_pods(
+    resource: Mapping[str, Any], dask: DaskResource, classes: DeviceClasses = NVIDIA_CLASSES
+) -> list[Finding]:
     """Pod specs with no containers (DGP017) and GPU quantities the API server refuses (DGP024)."""
     findings = []
     for role, path, spec in _pod_specs(resource, dask):
@@ -52,7 +55,7 @@ def refused_pods(resource: Mapping[str, Any], dask: DaskResource) -> list[Findin
             )
         for key in ("initContainers", "containers"):
             for index, container in containers(spec, key):
-                for refused in refused_gpus(container):
+                for refused in refused_gpus(container, classes):
                     at = pointer(*path, key, index, "resources", refused.section, refused.resource)
                     findings.append(
                         Finding.of(
@@ -69,7 +72,10 @@ def refused_pods(resource: Mapping[str, Any], dask: DaskResource) -> list[Findin
 
 
 def cuda_workers_without_gpu(
-    resource: Mapping[str, Any], dask: DaskResource, policy: Policy
+    resource: Mapping[str, Any],
+    dask: DaskResource,
+    policy: Policy,
+    classes: DeviceClasses = NVIDIA_CLASSES,
 ) -> list[Finding]:
     """DGP025 for worker containers that run dask-cuda and request no GPU.
 
@@ -84,7 +90,7 @@ def cuda_workers_without_gpu(
     severity = Severity.ERROR if protocol(spec) == "ucx" else policy.tcp_severity
     if dask.scheduler_path is not None:
         scheduler = scheduler_container(get_in(resource, dask.scheduler_path))
-        if scheduler is not None and admitted_gpus(scheduler[1], scheduler[0]):
+        if scheduler is not None and admitted_gpus(scheduler[1], scheduler[0], classes):
             severity = Severity.WARNING
     return [
         Finding.of(

@@ -101,7 +101,8 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
 
 def _unlabelled(ctx: Context, inventory: Inventory, workers: Nodes) -> list[Finding]:
     """DGP023: GPU nodes the workers reach carry no driver labels, so parity was not proven."""
-    unlabelled = inventory.unlabelled(workers)
+    found = inventory.unlabelled(workers)  # less nodes whose two sources disagree: DGP028's
+    unlabelled = Nodes((s, m) for s, m in found.parts if not s.representative.conflict)
     if not unlabelled:
         return []
     provider = inventory.provider

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.gpu import (
     admitted_gpus,
@@ -22,7 +23,11 @@ __all__ = ["worker_group"]
 
 
 def worker_group(
-    patched: Mapping[str, Any], group: DaskResource, cluster: Mapping[str, Any], policy: Policy
+    patched: Mapping[str, Any],
+    group: DaskResource,
+    cluster: Mapping[str, Any],
+    policy: Policy,
+    classes: DeviceClasses = NVIDIA_CLASSES,
 ) -> list[Finding]:
     """Report a GPU DaskWorkerGroup whose DaskCluster's scheduler has no GPU.
 
@@ -39,10 +44,10 @@ def worker_group(
     if found is None:
         return []  # no scheduler container: the cluster's own DGP017
     index, container = found
-    if admitted_gpus(container, index) or refused_gpus(container):
+    if admitted_gpus(container, index, classes) or refused_gpus(container, classes):
         return []  # a refused GPU is the cluster's own DGP024
     ucx = protocol(scheduler, get_in(patched, group.worker_path or ())) == "ucx"
-    resource = gpu_requests(get_in(patched, group.worker_path or ()))[0].resource
+    resource = gpu_requests(get_in(patched, group.worker_path or ()), classes)[0].resource
     limits = pointer(*cluster_view.scheduler_path, "containers", index, "resources", "limits")
     return [
         Finding.of(
