@@ -6,7 +6,14 @@ import pytest
 import yaml
 
 from provingground import POOL_LABEL, POOLS, inventory_yaml, node_manifests, pools
-from provingground.pools import GPU_TAINT
+from provingground.dra import (
+    device_classes,
+    driver_class,
+    normalise_version,
+    resource_slice,
+    resource_slices,
+)
+from provingground.pools import FLEETS, GPU_TAINT
 
 NEW_AND_LEGACY = [
     "nvidia.com/cuda.driver-version.full",
@@ -90,3 +97,108 @@ def test_inventory_is_a_node_list() -> None:
     assert doc["kind"] == "List"
     assert {n["kind"] for n in doc["items"]} == {"Node"}
     assert len(doc["items"]) == sum(p.size for p in pools())
+
+
+# -- DRA pools ---------------------------------------------------------------------------------
+
+
+def test_dra_node_has_no_gpu_capacity_no_gfd_labels_and_the_dra_deploy_label() -> None:
+    (node,) = node_manifests(
+        FLEETS["pure-dra"] | {"cpu": 0, "t4-dra": 0, "h100-dra": 0, "a100-dra": 1}
+    )
+    labels = node["metadata"]["labels"]
+    assert "nvidia.com/gpu" not in node["status"]["capacity"]
+    assert not [k for k in labels if k.startswith(("nvidia.com/cuda", "nvidia.com/gpu.product"))]
+    assert labels["nvidia.com/gpu.deploy.dra-driver"] == "true"
+    assert node["spec"]["taints"] == [GPU_TAINT]  # the cloud's GPU pool taint stays
+
+
+def test_migrating_pool_has_switched_and_unswitched_nodes() -> None:
+    nodes = list(node_manifests(FLEETS["migrating"]))
+    migrating = [n for n in nodes if n["metadata"]["labels"][POOL_LABEL] == "a100-migrating"]
+    on_dra = [
+        n["metadata"]["name"] for n in migrating if "nvidia.com/gpu" not in n["status"]["capacity"]
+    ]
+    assert on_dra == ["a100-migrating-0000", "a100-migrating-0001"]
+    assert len(migrating) == 4
+    assert [s["spec"]["nodeName"] for s in resource_slices(FLEETS["migrating"])] == on_dra
+
+
+def test_fleet_kinds() -> None:
+    def kinds(fleet: str) -> set[str]:
+        out = set()
+        for pool in pools(FLEETS[fleet]):
+            for i in range(pool.size):
+                out.add("cpu" if not pool.has_gpu else "dra" if pool.is_dra(i) else "plugin")
+        return out
+
+    assert kinds("device-plugin") == {"cpu", "plugin"}
+    assert kinds("pure-dra") == {"cpu", "dra"}
+    assert kinds("mixed") == kinds("migrating") == {"cpu", "dra", "plugin"}
+    assert pools() == pools(FLEETS["device-plugin"])  # the default fleet did not change
+
+
+# Expected values: the device entry in the driver's site/content/docs/reference/
+# resourceslice-attributes.md (kubernetes-sigs/dra-driver-nvidia-gpu), with this pool's GPU.
+def test_slice_is_what_the_kubelet_plugin_publishes() -> None:
+    (s, _) = resource_slices({**FLEETS["pure-dra"], "t4-dra": 0, "h100-dra": 0})
+    assert s["apiVersion"] == "resource.k8s.io/v1"
+    spec = s["spec"]
+    assert spec["driver"] == "gpu.nvidia.com"
+    assert spec["nodeName"] == spec["pool"]["name"] == "a100-dra-0000"
+    assert [d["name"] for d in spec["devices"]] == [f"gpu-{i}" for i in range(8)]
+    device = spec["devices"][0]
+    assert device["attributes"] | {"uuid": None} == {
+        "architecture": {"string": "Ampere"},
+        "brand": {"string": "Nvidia"},
+        "cudaComputeCapability": {"version": "8.0.0"},
+        "cudaDriverVersion": {"version": "13.0.0"},
+        "driverVersion": {"version": "580.95.5"},
+        "productName": {"string": "NVIDIA A100-SXM4-80GB"},
+        "type": {"string": "gpu"},
+        "uuid": None,
+    }
+    assert device["attributes"]["uuid"]["string"].startswith("GPU-")
+    assert len({d["attributes"]["uuid"]["string"] for d in spec["devices"]}) == 8
+    assert device["capacity"] == {"memory": {"value": "81920Mi"}}
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("580.95.05", "580.95.5"), ("550.144.03", "550.144.3"), ("13.0", "13.0.0"), ("8.0", "8.0.0")],
+)
+def test_versions_are_normalised_as_the_driver_does(version: str, expected: str) -> None:
+    assert normalise_version(version) == expected
+
+
+# Expected: deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml rendered
+# for resource.k8s.io/v1 (kubernetes-sigs/dra-driver-nvidia-gpu).
+def test_device_classes_are_the_helm_charts() -> None:
+    gpu, mig = device_classes()
+    assert gpu == {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
+                                   "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}],
+            "extendedResourceName": "nvidia.com/gpu",
+        },
+    }  # fmt: skip
+    assert mig["metadata"]["name"] == "mig.nvidia.com"
+    assert "extendedResourceName" not in mig["spec"]
+    assert "type == 'mig'" in mig["spec"]["selectors"][0]["cel"]["expression"]
+
+
+def test_driver_class_selects_one_driver_version_by_semver() -> None:
+    cls = driver_class("570.172.08")
+    assert cls["metadata"]["name"] == "gpu-570-172-8.nvidia.com"
+    expression = cls["spec"]["selectors"][0]["cel"]["expression"]
+    assert expression.endswith(".driverVersion.compareTo(semver('570.172.8')) == 0")
+    assert "type == 'gpu'" in expression
+
+
+def test_device_plugin_node_has_no_slice() -> None:
+    pool = POOLS["a100-migrating"]
+    with pytest.raises(ValueError, match="runs the device plugin"):
+        resource_slice(pool, pool.size - 1)
