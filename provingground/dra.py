@@ -44,6 +44,7 @@ __all__ = [
     "driver_class",
     "normalise_version",
     "publish",
+    "publish_pools",
     "resource_slice",
     "resource_slices",
 ]
@@ -190,18 +191,28 @@ def create_objects(
 def publish(api: client.ApiClient, sizes: Mapping[str, int], concurrency: int = 16) -> int:
     """Create the DeviceClasses and each DRA node's ResourceSlice, owned by its Node.
 
-    The Nodes of ``sizes`` must exist (``nodes.create_nodes``). Returns how many slices were
-    created (existing ones are left alone).
+    The Nodes of ``sizes`` (as in ``pools.pools``) must exist (``nodes.create_nodes``).
+    Returns how many slices were created (existing ones are left alone).
     """
+    return publish_pools(api, pools(sizes), concurrency)
+
+
+def publish_pools(api: client.ApiClient, fleet: Iterable[Pool], concurrency: int = 16) -> int:
+    """``publish`` for any pools, e.g. a benchmark's own (``dataclasses.replace`` of ``POOLS``)."""
     create_objects(api, "deviceclasses", device_classes())
-    wanted = [(p, i) for p in pools(sizes) for i in range(p.size) if p.is_dra(i)]
-    names = {p.name for p, _ in wanted}
+    wanted = [(p, i) for p in fleet for i in range(p.size) if p.is_dra(i)]
     uids: dict[str, str] = {}
-    if names:
+    if wanted:
         core = client.CoreV1Api(api)
-        selector = f"{POOL_LABEL} in ({','.join(sorted(names))})"
-        for node in core.list_node(label_selector=selector).items:
-            uids[name_of(node)] = str(present(node.metadata, "metadata").uid)
+        selector = f"{POOL_LABEL} in ({','.join(sorted({p.name for p, _ in wanted}))})"
+        token = None
+        while True:  # paged: thousands of Nodes
+            page = core.list_node(label_selector=selector, limit=500, _continue=token)
+            for node in page.items:
+                uids[name_of(node)] = str(present(node.metadata, "metadata").uid)
+            token = page.metadata._continue if page.metadata else None
+            if not token:
+                break
     missing = [p.node_name(i) for p, i in wanted if p.node_name(i) not in uids]
     if missing:
         raise RuntimeError(f"No Node for ResourceSlices of {missing[:5]}: create the Nodes first")
