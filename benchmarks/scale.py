@@ -161,6 +161,38 @@ def etcd_db_bytes(cp: ControlPlane) -> int:
     return int(float(line.split()[1]))
 
 
+def first_dra_pod_seconds(api: client.ApiClient) -> float:
+    """Seconds from creating a Pod with ``nvidia.com/gpu: 1`` to its binding to a DRA node.
+
+    The scheduler makes and allocates its claim before it binds; the Pod is deleted afterwards.
+    """
+    core = client.CoreV1Api(api)
+    body = {
+        "metadata": {"name": "dra-probe"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        },
+    }
+    started = time.monotonic()
+    core.create_namespaced_pod(BENCH_NS, body)  # type: ignore[arg-type]  # a plain dict body
+    try:
+        while time.monotonic() - started < 300:
+            pod = core.read_namespaced_pod("dra-probe", BENCH_NS)
+            if pod.spec and pod.spec.node_name:
+                return time.monotonic() - started
+            time.sleep(0.1)
+        return float("nan")
+    finally:
+        core.delete_namespaced_pod("dra-probe", BENCH_NS, grace_period_seconds=0)
+
+
 def grow_slices(cp: ControlPlane, api: client.ApiClient, size: Size, dra: float) -> str:
     """Publish the DRA nodes' ResourceSlices; what it took, as a set-up line."""
     pools = gpu_pools(size, dra)
@@ -168,18 +200,24 @@ def grow_slices(cp: ControlPlane, api: client.ApiClient, size: Size, dra: float)
     if not wanted:
         return ""
     json_bytes = sum(len(json.dumps(resource_slice(p, i, "0" * 36))) for p, i in wanted)
-    db_before, started = etcd_db_bytes(cp), time.monotonic()
+    db_before, rss_before = etcd_db_bytes(cp), cp.rss_bytes()
+    started = time.monotonic()
     created = publish_pools(api, pools, concurrency=16)
     seconds = time.monotonic() - started
-    db_after = etcd_db_bytes(cp)
-    rss = {k: v / 2**20 for k, v in cp.rss_bytes().items()}
+    db_after, rss_after = etcd_db_bytes(cp), cp.rss_bytes()
+    first = first_dra_pod_seconds(api) if dra == 1 else float("nan")
+
+    def rss(name: str) -> str:
+        before, after = rss_before.get(name, 0) / 2**20, rss_after.get(name, 0) / 2**20
+        return f"{name} RSS {before:.0f} -> {after:.0f} MiB"
+
     return (
         f"{created:,} ResourceSlices ({len(wanted):,} DRA nodes, "
         f"{sum(p.gpus for p, _ in wanted):,} GPUs) created in {seconds:.0f} s "
         f"({created / seconds:.0f}/s); {json_bytes / len(wanted) / 1024:.1f} KiB of JSON each, "
         f"{json_bytes / 2**20:.1f} MiB in all; etcd database {db_before / 2**20:.0f} -> "
-        f"{db_after / 2**20:.0f} MiB; kube-apiserver RSS {rss.get('kube-apiserver', 0):.0f} MiB, "
-        f"kube-scheduler {rss.get('kube-scheduler', 0):.0f} MiB"
+        f"{db_after / 2**20:.0f} MiB; {rss('kube-apiserver')}, {rss('kube-scheduler')}; "
+        f"a Pod with nvidia.com/gpu: 1 scheduled {first:.1f} s after its creation"
     )
 
 

@@ -291,3 +291,20 @@ def test_migrating_pool_serves_gpus_by_claim_on_switched_nodes_only(
     (result,) = _results(_claim(cluster, namespace, on_dra))
     assert result["pool"] == dra_node
     assert "extendedResourceClaimStatus" not in on_plugin["status"]
+
+
+def test_deleting_a_pod_frees_its_devices_for_the_next(
+    cluster: E2ECluster, dra_pools: dict[str, int], namespace: str
+) -> None:
+    node = POOLS["a100-migrating"].node_name(1)  # a DRA node no other test uses
+    every_gpu = {"nvidia.com/gpu": str(POOLS["a100-migrating"].gpus)}
+    _apply(cluster, namespace, _pod("holder", every_gpu, node=node))
+    holder = _running(cluster, namespace, "holder")
+    claim = holder["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+    _apply(cluster, namespace, _pod("waiter", every_gpu, node=node))
+    assert "cannot allocate all claims" in _pending_reason(cluster, namespace, "waiter")
+    cluster.kubectl("delete", "pod", "holder", "-n", namespace, "--wait=true")
+    waiter = _running(cluster, namespace, "waiter")
+    assert len(_results(_claim(cluster, namespace, waiter))) == 8
+    gone = cluster.kubectl("get", "resourceclaim", claim, "-n", namespace, check=False)
+    assert "NotFound" in gone.stderr  # the scheduler-made claim goes with its Pod
