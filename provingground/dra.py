@@ -13,6 +13,12 @@ Sources (kubernetes-sigs/dra-driver-nvidia-gpu, main 9593204, 2026-08-07):
   ``gpu-<minor>``), ``partitions.go`` (capacity ``memory``), versions through Masterminds
   ``semver.MustParse(...).String()`` (``580.95.05`` becomes ``580.95.5``, ``13.0`` ``13.0.0``);
   the example in ``site/content/docs/reference/resourceslice-attributes.md``;
+* MIG devices (static MIG): ``cmd/gpu-kubelet-plugin/mig.go`` (``CommonAttributesMig``: the
+  parent's attributes plus ``type: mig``, ``parentUUID``, ``profile``; ``ToCanonicalName``
+  ``gpu-<parent minor>-mig-<profile without dots>-<profile id>-<placement start>``;
+  ``CommonCapacitiesMig``: ``memory``, ``multiprocessors`` and engine counts, of which only the
+  first two are published here); a per-profile DeviceClass with its own ``extendedResourceName``
+  as in ``demo/specs/extended-resources/mig-1g-12gb.yaml``;
 * slices: ``cmd/gpu-kubelet-plugin/driver.go`` publishes one pool per node, named after the node,
   through ``k8s.io/dynamic-resource-allocation/resourceslice``, which names slices
   ``<index>-gpu.nvidia.com-<random>`` (generateName) and sets ``nodeName``. Here the name is
@@ -42,6 +48,7 @@ __all__ = [
     "delete_dra_objects",
     "device_classes",
     "driver_class",
+    "mig_profile_class",
     "normalise_version",
     "publish",
     "publish_pools",
@@ -81,6 +88,13 @@ def device_classes() -> list[dict[str, Any]]:
     ]
 
 
+def mig_profile_class(profile: str) -> dict[str, Any]:
+    """A DeviceClass for one MIG profile, requested as ``nvidia.com/mig-<profile>``."""
+    expression = f"{_MIG_SELECTOR} && device.attributes['{DRIVER}'].profile == '{profile}'"
+    name = f"mig-{profile.replace('.', '-')}.{DRIVER}"
+    return _device_class(name, expression, f"nvidia.com/mig-{profile}")
+
+
 def normalise_version(version: str) -> str:
     """A version as the driver publishes it: three numeric parts, no leading zeros."""
     parts = [str(int(p)) for p in version.split(".")]
@@ -105,31 +119,58 @@ def _gpu_uuid(node: str, minor: int) -> str:
     return f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{minor}.{node}.dask-gpu-parity.test')}"
 
 
-def _device(pool: Pool, node: str, minor: int) -> dict[str, Any]:
-    def text(value: str) -> dict[str, str]:
-        return {"string": value}
+# NVML GPU instance profile IDs (``nvidia-smi mig -lgip`` on an A100 80GB).
+MIG_PROFILE_IDS = {"1g.10gb": 19, "2g.20gb": 14, "3g.40gb": 9}
 
+
+def _attributes(pool: Pool, uuid_: str, kind: str) -> dict[str, dict[str, str]]:
     def version(value: str) -> dict[str, str]:
         return {"version": normalise_version(value)}
 
     return {
-        "name": f"gpu-{minor}",
-        "attributes": {
-            "architecture": text(pool.family.capitalize()),
-            "brand": text("Nvidia"),
-            "cudaComputeCapability": version(".".join(map(str, pool.compute))),
-            "cudaDriverVersion": version(pool.cuda),
-            "driverVersion": version(pool.driver),
-            "productName": text(pool.product_name),
-            "type": text("gpu"),
-            "uuid": text(_gpu_uuid(node, minor)),
-        },
-        "capacity": {"memory": {"value": f"{pool.gpu_memory_mib}Mi"}},
+        "architecture": {"string": pool.family.capitalize()},
+        "brand": {"string": "Nvidia"},
+        "cudaComputeCapability": version(".".join(map(str, pool.compute))),
+        "cudaDriverVersion": version(pool.cuda),
+        "driverVersion": version(pool.driver),
+        "productName": {"string": pool.product_name},
+        "type": {"string": kind},
+        "uuid": {"string": uuid_},
     }
 
 
+def _devices(pool: Pool, node: str) -> Iterator[dict[str, Any]]:
+    """Whole GPUs ``gpu-0..``, then each partitioned GPU's MIG devices (profile by profile)."""
+    for minor in range(pool.gpus):
+        yield {
+            "name": f"gpu-{minor}",
+            "attributes": _attributes(pool, _gpu_uuid(node, minor), "gpu"),
+            "capacity": {"memory": {"value": f"{pool.gpu_memory_mib}Mi"}},
+        }
+    minor = pool.gpus
+    for prof in pool.mig:
+        per_gpu = 7 // prof.slices_gi  # an A100 has 7 compute slices: 7, 3 or 2 instances
+        for index in range(prof.count):
+            parent, placement = minor + index // per_gpu, (index % per_gpu) * (8 // per_gpu)
+            attributes = _attributes(
+                pool, f"MIG-{_gpu_uuid(node, 100 * parent + index)[4:]}", "mig"
+            )
+            attributes["parentUUID"] = {"string": _gpu_uuid(node, parent)}
+            attributes["profile"] = {"string": prof.name}
+            yield {
+                "name": f"gpu-{parent}-mig-{prof.name.replace('.', '')}-"
+                f"{MIG_PROFILE_IDS[prof.name]}-{placement}",
+                "attributes": attributes,
+                "capacity": {
+                    "memory": {"value": f"{prof.memory_mib}Mi"},
+                    "multiprocessors": {"value": str(prof.multiprocessors)},
+                },
+            }
+        minor += -(-prof.count // per_gpu)
+
+
 def resource_slice(pool: Pool, index: int, node_uid: str | None = None) -> dict[str, Any]:
-    """The ResourceSlice of node ``index`` of ``pool`` (a DRA node): its full GPUs.
+    """The ResourceSlice of node ``index`` of ``pool`` (a DRA node): its GPUs and MIG devices.
 
     With ``node_uid`` the slice is owned by the Node, as the kubelet plugin's are, so the
     garbage collector deletes it with the Node.
@@ -150,7 +191,7 @@ def resource_slice(pool: Pool, index: int, node_uid: str | None = None) -> dict[
             "driver": DRIVER,
             "nodeName": node,
             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [_device(pool, node, m) for m in range(pool.gpus)],
+            "devices": list(_devices(pool, node)),
         },
     }
 

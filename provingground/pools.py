@@ -183,12 +183,13 @@ POOLS |= {
         replace(POOLS["t4"], name="t4-dra", size=1, dra=1.0),
         replace(POOLS["a100"], name="a100-dra", dra=1.0),
         replace(POOLS["h100"], name="h100-dra", dra=1.0, driver="575.57.08", cuda="12.9"),
+        replace(POOLS["a100-mig"], name="a100-mig-dra", dra=1.0),
         # Moving from the device plugin to DRA: half of its nodes already switched.
         replace(POOLS["a100"], name="a100-migrating", size=4, dra=0.5),
     )
 }
 DEFAULT_SIZES: dict[str, int] = {name: p.size for name, p in POOLS.items() if not p.dra}
-_DRA_ONLY = {"cpu": 2, "t4-dra": 1, "a100-dra": 2, "h100-dra": 2}
+_DRA_ONLY = {"cpu": 2, "t4-dra": 1, "a100-dra": 2, "h100-dra": 2, "a100-mig-dra": 1}
 FLEETS: dict[str, dict[str, int]] = {  # fleet kind -> every pool's size (0: not in it)
     "device-plugin": {**dict.fromkeys(POOLS, 0), **DEFAULT_SIZES},
     "pure-dra": {**dict.fromkeys(POOLS, 0), **_DRA_ONLY},

@@ -138,7 +138,8 @@ def dra_pools(cluster: E2ECluster, node_pools: dict[str, int]) -> Iterator[dict[
     """The DRA pools (``provingground.dra.DRA_POOL_SIZES``) beside the default ones, Ready.
 
     NVIDIA's DeviceClasses and each DRA node's ResourceSlice are created. With ``node_pools``
-    this is the "mixed" fleet; the pools ``t4-dra``, ``a100-dra``, ``h100-dra`` alone are
+    this is the "mixed" fleet; the pools ``t4-dra``, ``a100-dra``, ``h100-dra``, ``a100-mig-dra``
+    alone are
     "pure-dra", ``a100-migrating`` is "migrating" (``pools.FLEETS``). Yields pool -> size, and
     deletes those nodes and slices after the module, so that other modules see the default
     fleet only; the DeviceClasses stay.

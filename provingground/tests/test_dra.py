@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from provingground.dra import DRIVER, GPU_CLASS, driver_class
+from provingground.dra import DRIVER, GPU_CLASS, driver_class, mig_profile_class
 from provingground.features import features
 from provingground.pools import POOL_LABEL, POOLS
 from provingground.pytest_plugin import E2ECluster
@@ -308,3 +308,17 @@ def test_deleting_a_pod_frees_its_devices_for_the_next(
     assert len(_results(_claim(cluster, namespace, waiter))) == 8
     gone = cluster.kubectl("get", "resourceclaim", claim, "-n", namespace, check=False)
     assert "NotFound" in gone.stderr  # the scheduler-made claim goes with its Pod
+
+
+def test_mig_profile_resource_lands_on_a_mig_device_of_the_dra_node(
+    cluster: E2ECluster, dra_pools: dict[str, int], namespace: str
+) -> None:
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(mig_profile_class("1g.10gb")))
+    mig = {"nvidia.com/mig-1g.10gb": "2"}
+    _apply(cluster, namespace, _pod("mig", mig, pool="a100-mig-dra"))
+    pod = _running(cluster, namespace, "mig")
+    (mapping,) = pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
+    assert mapping["resourceName"] == "nvidia.com/mig-1g.10gb"
+    results = _results(_claim(cluster, namespace, pod))
+    assert [r["pool"] for r in results] == ["a100-mig-dra-0000"] * 2
+    assert all("-mig-1g10gb-19-" in r["device"] for r in results), results

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import yaml
 
@@ -103,9 +105,7 @@ def test_inventory_is_a_node_list() -> None:
 
 
 def test_dra_node_has_no_gpu_capacity_no_gfd_labels_and_the_dra_deploy_label() -> None:
-    (node,) = node_manifests(
-        FLEETS["pure-dra"] | {"cpu": 0, "t4-dra": 0, "h100-dra": 0, "a100-dra": 1}
-    )
+    (node,) = node_manifests({n: int(n == "a100-dra") for n in POOLS})
     labels = node["metadata"]["labels"]
     assert "nvidia.com/gpu" not in node["status"]["capacity"]
     assert not [k for k in labels if k.startswith(("nvidia.com/cuda", "nvidia.com/gpu.product"))]
@@ -141,7 +141,7 @@ def test_fleet_kinds() -> None:
 # Expected values: the device entry in the driver's site/content/docs/reference/
 # resourceslice-attributes.md (kubernetes-sigs/dra-driver-nvidia-gpu), with this pool's GPU.
 def test_slice_is_what_the_kubelet_plugin_publishes() -> None:
-    (s, _) = resource_slices({**FLEETS["pure-dra"], "t4-dra": 0, "h100-dra": 0})
+    (s, _) = resource_slices({n: 2 * (n == "a100-dra") for n in POOLS})
     assert s["apiVersion"] == "resource.k8s.io/v1"
     spec = s["spec"]
     assert spec["driver"] == "gpu.nvidia.com"
@@ -202,3 +202,31 @@ def test_device_plugin_node_has_no_slice() -> None:
     pool = POOLS["a100-migrating"]
     with pytest.raises(ValueError, match="runs the device plugin"):
         resource_slice(pool, pool.size - 1)
+
+
+# Expected: the MIG device of the driver's attribute reference, with cmd/gpu-kubelet-plugin/mig.go's
+# canonical name; A100 80GB profile IDs as `nvidia-smi mig -lgip` lists them.
+def test_mig_node_slice_has_whole_gpus_then_mig_devices_per_profile() -> None:
+    (s,) = resource_slices({n: int(n == "a100-mig-dra") for n in POOLS})
+    devices = {d["name"]: d for d in s["spec"]["devices"]}
+    kinds = Counter(d["attributes"]["type"]["string"] for d in devices.values())
+    assert kinds == {"gpu": 2, "mig": 14 + 6 + 4}
+    first = devices["gpu-2-mig-1g10gb-19-0"]["attributes"]
+    assert first["profile"] == {"string": "1g.10gb"}
+    parents = {
+        n.split("-mig-")[0]: d["attributes"]["parentUUID"]["string"]
+        for n, d in devices.items()
+        if "-mig-" in n
+    }
+    assert sorted(parents) == ["gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7"]
+    whole = {devices[f"gpu-{m}"]["attributes"]["uuid"]["string"] for m in (0, 1)}
+    assert len(set(parents.values()) | whole) == 8  # one UUID per physical GPU
+    assert first["uuid"]["string"].startswith("MIG-")
+    assert first["driverVersion"] == {"version": "580.95.5"}
+    assert {n for n in devices if "-mig-3g40gb-" in n} == {
+        f"gpu-{parent}-mig-3g40gb-9-{start}" for parent in (6, 7) for start in (0, 4)
+    }
+    assert devices["gpu-4-mig-2g20gb-14-2"]["capacity"] == {
+        "memory": {"value": "19968Mi"},
+        "multiprocessors": {"value": "28"},
+    }
