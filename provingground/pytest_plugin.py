@@ -25,11 +25,12 @@ from .binaries import Binaries, BinariesMissingError, StaleCacheError, find_bina
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
 from .dra import DRA_POOL_SIZES, delete_dra_objects, publish
+from .ground import ProvingGround
 from .node import NodeBinariesMissingError, RealNode, find_node_binaries
 from .node.host import LOCK_FILE, lock_holder, reachable_address
 from .node.join import join
 from .nodes import api_client, create_nodes, delete_nodes, wait_nodes_ready
-from .pools import POOL_LABEL, node_manifests, pools
+from .pools import FLEETS, POOL_LABEL, node_manifests, pools
 from .process import Tool, log_tail
 
 
@@ -154,6 +155,29 @@ def dra_pools(cluster: E2ECluster, node_pools: dict[str, int]) -> Iterator[dict[
     finally:
         delete_nodes(cluster.api, selector)
         delete_dra_objects(cluster.api, selector)
+
+
+@pytest.fixture(scope="module")
+def fleet_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[E2ECluster]:
+    """A proving ground of its own whose nodes are one fleet kind (``pools.FLEETS``), Ready.
+
+    For a fleet the shared ``cluster`` cannot be, e.g. one with no device-plugin GPU node:
+    ``@pytest.mark.parametrize("fleet_cluster", ["pure-dra"], indirect=True)`` (default
+    ``mixed``). DRA nodes' slices and NVIDIA's DeviceClasses are published; no dask operator.
+    Started per module (a few seconds), stopped after it.
+    """
+    kind = getattr(request, "param", "mixed")
+    if kind not in FLEETS:
+        pytest.fail(f"Unknown fleet kind {kind!r}; known: {sorted(FLEETS)}", pytrace=False)
+    bins = _binaries_or_skip()
+    run_dir = tmp_path_factory.mktemp(f"fleet-{kind}")
+    with ProvingGround(run_dir, sizes=FLEETS[kind], dask_operator=False, binaries=bins) as ground:
+        cp = ground.control_plane
+        api = api_client(cp.kubeconfig)
+        yield E2ECluster(cp.kubeconfig, str(bins.kubectl), api, cp.logs, cp)
+        api.close()
 
 
 @pytest.fixture(scope="session")

@@ -322,3 +322,14 @@ def test_mig_profile_resource_lands_on_a_mig_device_of_the_dra_node(
     results = _results(_claim(cluster, namespace, pod))
     assert [r["pool"] for r in results] == ["a100-mig-dra-0000"] * 2
     assert all("-mig-1g10gb-19-" in r["device"] for r in results), results
+
+
+@pytest.mark.parametrize("fleet_cluster", ["pure-dra"], indirect=True)
+def test_pure_dra_fleet_serves_a_plain_gpu_limit_from_slices(fleet_cluster: E2ECluster) -> None:
+    nodes = json.loads(fleet_cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert not [n for n in nodes if "nvidia.com/gpu" in n["status"]["allocatable"]]
+    _apply(fleet_cluster, "default", _pod("plain", {"nvidia.com/gpu": "1"}))
+    pod = _running(fleet_cluster, "default", "plain")
+    (result,) = _results(_claim(fleet_cluster, "default", pod))
+    assert result["pool"] == pod["spec"]["nodeName"]
+    assert POOLS[pod["spec"]["nodeName"].rsplit("-", 1)[0]].dra == 1.0
