@@ -32,11 +32,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from .objects import name_of, present
-from .pools import POOL_LABEL, POOLS, Pool, pools
+from .pools import POOL_LABEL, POOLS, Pool, node_manifests, pools
 
 __all__ = [
     "DRA_POOL_SIZES",
@@ -48,6 +49,7 @@ __all__ = [
     "delete_dra_objects",
     "device_classes",
     "driver_class",
+    "inventory_yaml",
     "mig_profile_class",
     "normalise_version",
     "publish",
@@ -202,6 +204,15 @@ def resource_slices(sizes: Mapping[str, int] | None = None) -> Iterator[dict[str
         for i in range(pool.size):
             if pool.is_dra(i):
                 yield resource_slice(pool, i)
+
+
+def inventory_yaml(sizes: Mapping[str, int] | None = None) -> str:
+    """The fleet as one ``List``: its Nodes, then the DRA nodes' ResourceSlices.
+
+    With ``pools.FLEETS[...]`` sizes, what ``kubectl get nodes,resourceslices -o yaml`` gives.
+    """
+    items = [*node_manifests(sizes), *resource_slices(sizes)]
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}, sort_keys=False)
 
 
 def create_objects(

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from provingground import POOL_LABEL, POOLS, inventory_yaml, node_manifests, pools
+from provingground import POOL_LABEL, POOLS, dra, inventory_yaml, node_manifests, pools
 from provingground.dra import (
     device_classes,
     driver_class,
@@ -230,3 +230,11 @@ def test_mig_node_slice_has_whole_gpus_then_mig_devices_per_profile() -> None:
         "memory": {"value": "19968Mi"},
         "multiprocessors": {"value": "28"},
     }
+
+
+def test_dra_inventory_lists_nodes_then_their_slices() -> None:
+    doc = yaml.safe_load(dra.inventory_yaml(FLEETS["migrating"]))
+    kinds = [item["kind"] for item in doc["items"]]
+    assert kinds == ["Node"] * 8 + ["ResourceSlice"] * 2
+    nodes = {item["metadata"]["name"] for item in doc["items"] if item["kind"] == "Node"}
+    assert {item["spec"]["nodeName"] for item in doc["items"][8:]} <= nodes
