@@ -333,3 +333,17 @@ def test_pure_dra_fleet_serves_a_plain_gpu_limit_from_slices(fleet_cluster: E2EC
     (result,) = _results(_claim(fleet_cluster, "default", pod))
     assert result["pool"] == pod["spec"]["nodeName"]
     assert POOLS[pod["spec"]["nodeName"].rsplit("-", 1)[0]].dra == 1.0
+
+
+@pytest.mark.parametrize("fleet_cluster", ["migrating"], indirect=True)
+def test_deleting_a_dra_node_deletes_its_slice(fleet_cluster: E2ECluster) -> None:
+    def slices() -> list[str]:
+        out = fleet_cluster.kubectl("get", "resourceslices", "-o", "name").stdout
+        return sorted(line.split("/", 1)[1] for line in out.split())
+
+    assert slices() == ["a100-migrating-0000-gpu.nvidia.com", "a100-migrating-0001-gpu.nvidia.com"]
+    fleet_cluster.kubectl("delete", "node", "a100-migrating-0000")
+    deadline = time.monotonic() + 30
+    while len(slices()) > 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert slices() == ["a100-migrating-0001-gpu.nvidia.com"]  # the garbage collector's work
