@@ -258,12 +258,14 @@ def test_first_available_takes_the_t4_then_falls_back_to_any_gpu(
     assert got_any["pool"] == second["spec"]["nodeName"] != "t4-dra-0000"
 
 
-def test_init_container_gpu_is_reused_by_the_main_container(
+def test_init_container_gpus_are_reused_by_the_main_container(
     cluster: E2ECluster, dra_pools: dict[str, int], namespace: str
 ) -> None:
-    # kubernetes PR #134882: without it the Pod asks for two devices.
-    gpu = {"nvidia.com/gpu": "1"}
-    _apply(cluster, namespace, _pod("init", gpu, init_limits=gpu, pool="a100-dra"))
+    # kubernetes PR #134882: without it the Pod asks for the init container's GPUs and the main
+    # container's, 4 here, which the node (2 whole GPUs, no other test uses them) cannot give.
+    assert POOLS["a100-mig-dra"].gpus == 2
+    gpus = {"nvidia.com/gpu": "2"}
+    _apply(cluster, namespace, _pod("init", gpus, init_limits=gpus, pool="a100-mig-dra"))
     pod = _running(cluster, namespace, "init")
     mappings = pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
     assert {m["containerName"]: m["requestName"] for m in mappings} == {
@@ -272,8 +274,8 @@ def test_init_container_gpu_is_reused_by_the_main_container(
     }
     claim = _claim(cluster, namespace, pod)
     (request,) = claim["spec"]["devices"]["requests"]
-    assert request["exactly"]["count"] == 1
-    assert len(_results(claim)) == 1
+    assert request["exactly"]["count"] == 2
+    assert sorted(r["device"] for r in _results(claim)) == ["gpu-0", "gpu-1"]
 
 
 def test_migrating_pool_serves_gpus_by_claim_on_switched_nodes_only(
