@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,7 +22,7 @@ const (
 	cdiClass  = "claim"
 	// CDI 0.5.0 has every field used here; containerd 2.x reads up to 1.1.0.
 	cdiVersion     = "0.5.0"
-	defaultLibDirs = "/usr/lib/x86_64-linux-gnu,/lib/x86_64-linux-gnu,/usr/local/nvidia/lib64,/usr/lib64,/lib64"
+	defaultLibDirs = "/usr/local/nvidia/lib64,/usr/lib/x86_64-linux-gnu,/lib/x86_64-linux-gnu,/usr/lib64,/lib64,/usr/lib,/lib"
 	containerLibs  = "/usr/lib/x86_64-linux-gnu"
 )
 
@@ -78,21 +79,15 @@ func hostEdits(real bool, devRoot, libDirs string) hostGPU {
 		}
 	}
 	ro := []string{"ro", "nosuid", "nodev", "rbind", "rprivate"}
+	cache := ldconfigCache()
 	for _, pattern := range driverLibs {
-		for _, dir := range strings.Split(libDirs, ",") {
-			matches, _ := filepath.Glob(filepath.Join(dir, pattern))
-			if len(matches) == 0 {
+		for _, m := range findLibs(pattern, cache, strings.Split(libDirs, ",")) {
+			real, err := filepath.EvalSymlinks(m)
+			if err != nil {
 				continue
 			}
-			for _, m := range matches {
-				real, err := filepath.EvalSymlinks(m)
-				if err != nil {
-					continue
-				}
-				target := filepath.Join(containerLibs, filepath.Base(m))
-				h.edits.Mounts = append(h.edits.Mounts, cdiMount{real, target, ro})
-			}
-			break
+			target := filepath.Join(containerLibs, filepath.Base(m))
+			h.edits.Mounts = append(h.edits.Mounts, cdiMount{real, target, ro})
 		}
 	}
 	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"} {
@@ -103,6 +98,46 @@ func hostEdits(real bool, devRoot, libDirs string) hostGPU {
 	}
 	klog.InfoS("Driver files for containers", "deviceNodes", h.edits.DeviceNodes, "mounts", h.edits.Mounts)
 	return h
+}
+
+// ldconfigCache: the host's registered libraries, name -> path (x86-64 only), from ldconfig -p.
+func ldconfigCache() map[string]string {
+	out, err := exec.Command("ldconfig", "-p").Output()
+	libs := map[string]string{}
+	if err != nil {
+		return libs
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), " (")
+		arch, path, found := strings.Cut(rest, ") => ")
+		if ok && found && strings.Contains(arch, "x86-64") {
+			if _, seen := libs[name]; !seen {
+				libs[name] = path
+			}
+		}
+	}
+	return libs
+}
+
+// findLibs: the host files for one name pattern, from ldconfig's cache, else the first folder
+// that has any.
+func findLibs(pattern string, cache map[string]string, dirs []string) []string {
+	var found []string
+	for name, path := range cache {
+		if ok, _ := filepath.Match(pattern, name); ok {
+			found = append(found, path)
+		}
+	}
+	if len(found) > 0 {
+		sort.Strings(found)
+		return found
+	}
+	for _, dir := range dirs {
+		if matches, _ := filepath.Glob(filepath.Join(dir, pattern)); len(matches) > 0 {
+			return matches
+		}
+	}
+	return nil
 }
 
 func isFile(p string) bool {
