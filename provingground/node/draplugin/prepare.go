@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,8 +91,10 @@ func hostEdits(real bool, devRoot, libDirs string) hostGPU {
 			h.edits.Mounts = append(h.edits.Mounts, cdiMount{real, target, ro})
 		}
 	}
-	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"} {
-		if p := filepath.Join(dir, "nvidia-smi"); isFile(p) {
+	// The binary itself: a /usr/bin/nvidia-smi may be a script that execs another path (the GPU
+	// machine's runs /usr/local/nvidia/bin/nvidia-smi, absent in a container).
+	for _, dir := range []string{"/usr/local/nvidia/bin", "/usr/bin", "/usr/local/bin"} {
+		if p := filepath.Join(dir, "nvidia-smi"); isELF(p) {
 			h.edits.Mounts = append(h.edits.Mounts, cdiMount{p, "/usr/bin/nvidia-smi", ro})
 			break
 		}
@@ -140,9 +143,15 @@ func findLibs(pattern string, cache map[string]string, dirs []string) []string {
 	return nil
 }
 
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+func isELF(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "\x7fELF"
 }
 
 type driver struct {
