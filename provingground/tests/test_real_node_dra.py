@@ -20,7 +20,7 @@ import pytest
 from provingground.node import DraPlugin, NodeBinariesMissingError, RealNode, find_dra_plugin
 from provingground.node.dra import DEVICE_CLASS, DRIVER, sample_gpus, write_devices
 from provingground.pytest_plugin import E2ECluster
-from provingground.tests.test_real_node import apply, eventually, pod
+from provingground.tests.nodepods import apply, eventually, pod
 
 pytestmark = pytest.mark.e2e
 ENV = "env | grep -E '^(GPU_DEVICE|NVIDIA_VISIBLE_DEVICES)' | sort"
