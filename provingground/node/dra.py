@@ -110,7 +110,10 @@ def plugin_argv(
 def start(node: RealNode, plugin: DraPlugin) -> None:
     """Apply the DeviceClass, start ``plugin`` on the running ``node``, wait for its slice."""
     node.dra = plugin
-    node.kubectl("apply", "-f", "-", input=json.dumps(device_class()))
+    found = node.kubectl("get", "deviceclass", DEVICE_CLASS, "--ignore-not-found", "-o", "name")
+    if not found.strip():  # another's class is left as it is, and not deleted at stop
+        node.kubectl("create", "-f", "-", input=json.dumps(device_class()))
+        node.facts["dra_device_class_created"] = True
     argv = plugin_argv(
         plugin,
         node=node.name,
@@ -127,11 +130,19 @@ def start(node: RealNode, plugin: DraPlugin) -> None:
 
 
 def stop(node: RealNode) -> None:
-    """Stop the plugin on ``node``; a later ``node.start()`` no longer starts it."""
+    """Stop the plugin on ``node``; a later ``node.start()`` no longer starts it.
+
+    Its ResourceSlices are deleted (kubelet would only after a grace period), and the DeviceClass
+    if ``start`` created it, so later tests see no GPU on the real node.
+    """
     node.dra = None
     if proc := node.processes.pop("dra-gpu-plugin", None):
         proc.stop(timeout=10)
         cleanup.record(node)
+    for slice_ in node_slices(node):
+        node.kubectl("delete", "resourceslice", slice_["metadata"]["name"], "--ignore-not-found")
+    if node.facts.pop("dra_device_class_created", False):
+        node.kubectl("delete", "deviceclass", DEVICE_CLASS, "--ignore-not-found")
 
 
 def node_slices(node: RealNode) -> list[dict[str, Any]]:

@@ -185,3 +185,13 @@ def test_init_and_app_container_asking_nvidia_gpu_share_one_device_on_v1_36_3(
     assert init_env == app_env
     assert app_env[f"GPU_DEVICE_{result['device'].removeprefix('gpu-')}"] == result["device"]
     delete_and_check_unprepared(cluster, dra_node, namespace, "both")
+
+
+def test_stopping_the_plugin_removes_its_slices_and_the_class_it_made(
+    cluster: E2ECluster, dra_node: RealNode
+) -> None:
+    # Last in this module: later tests of the session must see no GPU on the real node.
+    dra_node.stop_dra()
+    assert dra_node.resource_slices() == []
+    assert not cluster.kubectl("get", "deviceclass", DEVICE_CLASS, check=False).stdout
+    assert "dra-gpu-plugin" not in dra_node.processes
