@@ -137,11 +137,64 @@ def _fmt(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
+_FRAMEWORKS = ("rmm", "cupy")  # the image's GPU stack, checked last, imported in the background
+_JOIN_S = 10.0  # after a verdict, how long the imports may take to finish before the exit
+_SWITCH_S = 0.0005  # the interpreter's switch interval while they run beside the driver calls
+
+
+class _Imports(threading.Thread):
+    """Imports the image's GPU stack while the driver initialises.
+
+    Importing CuPy needs no GPU and takes about as long as ``cuInit`` (docs/probe.md), so it
+    runs beside the checks before ``rmm`` and ``cupy``; each of those waits for its own module
+    and sees exactly what importing it there would have given: the module, ``None`` where it is
+    not installed, or the exception, raised again in the check.
+    """
+
+    def __init__(self, modules: tuple[str, ...]) -> None:
+        super().__init__(name="gpu-parity-imports", daemon=True)
+        self.modules = modules
+        self.outcomes: dict[str, tuple[bool, Any]] = {}  # module: (found by find_spec, value)
+        self.ready = {module: threading.Event() for module in modules}
+        self.import_ms: dict[str, float] = {}
+
+    def run(self) -> None:
+        for module in self.modules:
+            t0 = time.perf_counter()
+            try:
+                if importlib.util.find_spec(module) is None:
+                    self.outcomes[module] = (True, None)
+                else:
+                    try:
+                        self.outcomes[module] = (True, importlib.import_module(module))
+                    except BaseException as exc:  # raised again in its check
+                        self.outcomes[module] = (True, exc)
+                    self.import_ms[module] = round((time.perf_counter() - t0) * 1000, 1)
+            except BaseException as exc:  # find_spec failed: raised in the check
+                self.outcomes[module] = (False, exc)
+            self.ready[module].set()
+
+    def outcome(self, name: str) -> Any:
+        """The module, ``None`` where it is not installed, or the exception importing it raised.
+
+        Raises:
+            BaseException: what ``find_spec`` itself raised (the probe could not run: exit 2).
+        """
+        if self.ident is None:  # not started (a _Probe used on its own): import here and now
+            self.run()
+        self.ready[name].wait()
+        found, value = self.outcomes[name]
+        if not found:
+            raise value
+        return value
+
+
 class _Probe:
     """The checks, in order, and the facts they gather for the summary."""
 
-    def __init__(self, settings: dict[str, str]) -> None:
+    def __init__(self, settings: dict[str, str], imports: _Imports | None = None) -> None:
         self.settings = settings
+        self.imports = imports or _Imports(_FRAMEWORKS)
         self.cuda: Any = None
         self.nvml: Any = None
         self.nvml_note = ""
@@ -400,10 +453,12 @@ class _Probe:
         return self._framework("cupy", "cupy.zeros(1).get()")
 
     def _framework(self, module: str, call: str) -> str:
-        if importlib.util.find_spec(module) is None:
+        mod = self.imports.outcome(module)
+        if mod is None:
             return "skip"
         try:
-            mod = importlib.import_module(module)
+            if isinstance(mod, BaseException):
+                raise mod  # importing it failed: the finding, as if imported here
             if module == "rmm":
                 mod.DeviceBuffer(size=1)
             else:
@@ -498,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
     summary: dict[str, Any] = {"ok": False, "failed_check": None, "reason": None}
     current = ["settings"]
     watchdog: threading.Timer | None = None
+    imports: _Imports | None = None
+    switch = sys.getswitchinterval()
 
     def _timeout() -> None:
         reason = (
@@ -512,7 +569,12 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
         settings = _settings(argv)
         log_path = settings[ENV_TERMINATION_LOG] or log_path
         timeout = _validate(settings)
-        probe = _Probe(settings)
+        # The image's GPU stack is imported beside the driver calls, which hand the interpreter
+        # over at each call: a short switch interval keeps them from waiting on the import.
+        sys.setswitchinterval(min(switch, _SWITCH_S))
+        imports = _Imports(_FRAMEWORKS)
+        imports.start()
+        probe = _Probe(settings, imports)
         watchdog = threading.Timer(timeout, _timeout)
         watchdog.daemon = True
         watchdog.start()
@@ -544,12 +606,17 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
     finally:
         if watchdog is not None:  # never outlive main(): verify-gpu runs it in process
             watchdog.cancel()
+        sys.setswitchinterval(switch)
     summary.update(probe.facts, checks=checks)
+    if imports is not None and imports.import_ms:
+        summary["import_ms"] = dict(imports.import_ms)  # in the background, beside the checks
     summary["wall_ms"] = round((time.perf_counter() - start) * 1000, 1)
     _say(json.dumps(summary), sys.stdout)
     if code:
         _say(message, sys.stderr)
     _write_termination_log(log_path, message)
+    if imports is not None:  # an earlier check failed: let an import under way finish first
+        imports.join(_JOIN_S)
     return code
 
 
