@@ -48,7 +48,7 @@ nightly: $(STAMP) controlplane ## Long property-test run (100,000 examples per p
 	  tests/unit/decide/test_placement_properties.py tests/unit/cli/test_hostile.py \
 	  tests/e2e/test_kubectl_reading.py
 
-# BENCH_ARGS adds flags, e.g. `make bench BENCH_ARGS="--repeat 7 --json bench.json"`.
+# BENCH_ARGS adds flags, e.g. `make bench BENCH_ARGS="--repeat 7 --json /tmp/bench.json"`.
 BENCH_ARGS ?=
 
 .PHONY: bench
