@@ -138,6 +138,7 @@ def _fmt(version: tuple[int, int]) -> str:
 
 
 _FRAMEWORKS = ("rmm", "cupy")  # the image's GPU stack, checked last, imported in the background
+_IMPORTS_FROM = "libraries"  # the first check that needs the driver: the env checks come first
 _JOIN_S = 10.0  # after a verdict, how long the imports may take to finish before the exit
 _SWITCH_S = 0.0005  # the interpreter's switch interval while they run beside the driver calls
 
@@ -569,16 +570,17 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
         settings = _settings(argv)
         log_path = settings[ENV_TERMINATION_LOG] or log_path
         timeout = _validate(settings)
-        # The image's GPU stack is imported beside the driver calls, which hand the interpreter
-        # over at each call: a short switch interval keeps them from waiting on the import.
-        sys.setswitchinterval(min(switch, _SWITCH_S))
         imports = _Imports(_FRAMEWORKS)
-        imports.start()
         probe = _Probe(settings, imports)
         watchdog = threading.Timer(timeout, _timeout)
         watchdog.daemon = True
         watchdog.start()
         for name in CHECKS:
+            if name == _IMPORTS_FROM:
+                # The image's GPU stack is imported beside the driver calls, which hand the
+                # interpreter over at each call: a short switch interval keeps them from waiting.
+                sys.setswitchinterval(min(switch, _SWITCH_S))
+                imports.start()
             step: Callable[[], str] = getattr(probe, name.replace("-", "_"))
             current[0], t0 = name, time.perf_counter()
             entry = {"name": name, "result": "fail", "duration_ms": 0.0}
@@ -615,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
     if code:
         _say(message, sys.stderr)
     _write_termination_log(log_path, message)
-    if imports is not None:  # an earlier check failed: let an import under way finish first
+    if imports is not None and imports.ident is not None:  # let an import under way finish
         imports.join(_JOIN_S)
     return code
 

@@ -112,3 +112,20 @@ def test_in_process_main_leaves_no_import_thread_and_the_switch_interval_as_it_w
     assert sys.getswitchinterval() == interval
     alive = [t for t in threading.enumerate() if t.name == "gpu-parity-imports" and t.is_alive()]
     assert not alive
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"CUDA_VISIBLE_DEVICES": ""}, {"NVIDIA_VISIBLE_DEVICES": "none"}],
+    ids=["cuda-visible-devices-empty", "nvidia-visible-devices-none"],
+)
+def test_a_failure_the_env_alone_shows_imports_nothing(
+    fakes: Fakes, tmp_path: Path, env: dict[str, str]
+) -> None:
+    meet = tmp_path / "rendezvous"
+    meet.mkdir()
+    run = run_probe(fakes, tmp_path, {**env, "FAKE_RENDEZVOUS": str(meet)}, form="modules")
+    assert run.code == 1
+    assert run.summary["failed_check"] == "visible-devices"
+    assert not (meet / "import").exists()  # the fake CuPy marks its import there
+    assert "import_ms" not in run.summary
