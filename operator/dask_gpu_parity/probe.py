@@ -137,65 +137,45 @@ def _fmt(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-_FRAMEWORKS = ("rmm", "cupy")  # the image's GPU stack, checked last, imported in the background
-_IMPORTS_FROM = "libraries"  # the first check that needs the driver: the env checks come first
-_JOIN_S = 10.0  # after a verdict, how long the imports may take to finish before the exit
-_SWITCH_S = 0.0005  # the interpreter's switch interval while they run beside the driver calls
+# The imports: what, from which check on, the switch interval meanwhile, the wait after a verdict
+_FRAMEWORKS, _IMPORTS_FROM, _SWITCH_S, _JOIN_S = ("rmm", "cupy"), "libraries", 0.0005, 10.0
 
 
 class _Imports(threading.Thread):
-    """Imports the image's GPU stack while the driver initialises.
-
-    Importing CuPy needs no GPU and takes about as long as ``cuInit`` (docs/probe.md), so it
-    runs beside the checks before ``rmm`` and ``cupy``; each of those waits for its own module
-    and sees exactly what importing it there would have given: the module, ``None`` where it is
-    not installed, or the exception, raised again in the check.
-    """
+    """Imports rmm and CuPy while the driver initialises: what each check would have imported."""
 
     def __init__(self, modules: tuple[str, ...]) -> None:
         super().__init__(name="gpu-parity-imports", daemon=True)
-        self.modules = modules
-        self.outcomes: dict[str, tuple[bool, Any]] = {}  # module: (found by find_spec, value)
+        self.outcomes: dict[str, tuple[bool, Any, float]] = {}  # (find_spec answered, value, ms)
         self.ready = {module: threading.Event() for module in modules}
-        self.import_ms: dict[str, float] = {}
 
     def run(self) -> None:
-        for module in self.modules:
-            t0 = time.perf_counter()
+        for module, ready in self.ready.items():
+            t0, answered, value = time.perf_counter(), False, None  # answered: by find_spec
             try:
-                if importlib.util.find_spec(module) is None:
-                    self.outcomes[module] = (True, None)
-                else:
-                    try:
-                        self.outcomes[module] = (True, importlib.import_module(module))
-                    except BaseException as exc:  # raised again in its check
-                        self.outcomes[module] = (True, exc)
-                    self.import_ms[module] = round((time.perf_counter() - t0) * 1000, 1)
-            except BaseException as exc:  # find_spec failed: raised in the check
-                self.outcomes[module] = (False, exc)
-            self.ready[module].set()
+                spec = importlib.util.find_spec(module)
+                answered = True
+                value = spec and importlib.import_module(module)
+            except BaseException as exc:  # raised again in its check, or by outcome (exit 2)
+                value = exc  # type: ignore[assignment]  # a module, None, or an exception
+            self.outcomes[module] = (answered, value, round((time.perf_counter() - t0) * 1000, 1))
+            ready.set()
 
     def outcome(self, name: str) -> Any:
-        """The module, ``None`` where it is not installed, or the exception importing it raised.
-
-        Raises:
-            BaseException: what ``find_spec`` itself raised (the probe could not run: exit 2).
-        """
-        if self.ident is None:  # not started (a _Probe used on its own): import here and now
+        """The module, ``None`` or what importing it raised; raises what ``find_spec`` raised."""
+        if self.ident is None:  # never started (a _Probe used on its own): import here and now
             self.run()
         self.ready[name].wait()
-        found, value = self.outcomes[name]
-        if not found:
-            raise value
-        return value
+        if not (outcome := self.outcomes[name])[0]:
+            raise outcome[1]
+        return outcome[1]
 
 
 class _Probe:
     """The checks, in order, and the facts they gather for the summary."""
 
     def __init__(self, settings: dict[str, str], imports: _Imports | None = None) -> None:
-        self.settings = settings
-        self.imports = imports or _Imports(_FRAMEWORKS)
+        self.settings, self.imports = settings, imports or _Imports(_FRAMEWORKS)
         self.cuda: Any = None
         self.nvml: Any = None
         self.nvml_note = ""
@@ -457,6 +437,7 @@ class _Probe:
         mod = self.imports.outcome(module)
         if mod is None:
             return "skip"
+        self.facts.setdefault("import_ms", {})[module] = self.imports.outcomes[module][2]
         try:
             if isinstance(mod, BaseException):
                 raise mod  # importing it failed: the finding, as if imported here
@@ -553,9 +534,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
     probe, checks, code = _Probe({}), [], 0
     summary: dict[str, Any] = {"ok": False, "failed_check": None, "reason": None}
     current = ["settings"]
-    watchdog: threading.Timer | None = None
-    imports: _Imports | None = None
-    switch = sys.getswitchinterval()
+    watchdog, imports, switch = None, None, sys.getswitchinterval()
 
     def _timeout() -> None:
         reason = (
@@ -570,15 +549,12 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
         settings = _settings(argv)
         log_path = settings[ENV_TERMINATION_LOG] or log_path
         timeout = _validate(settings)
-        imports = _Imports(_FRAMEWORKS)
-        probe = _Probe(settings, imports)
+        probe = _Probe(settings, imports := _Imports(_FRAMEWORKS))
         watchdog = threading.Timer(timeout, _timeout)
         watchdog.daemon = True
         watchdog.start()
         for name in CHECKS:
-            if name == _IMPORTS_FROM:
-                # The image's GPU stack is imported beside the driver calls, which hand the
-                # interpreter over at each call: a short switch interval keeps them from waiting.
+            if name == _IMPORTS_FROM:  # each driver call hands the interpreter over: at once
                 sys.setswitchinterval(min(switch, _SWITCH_S))
                 imports.start()
             step: Callable[[], str] = getattr(probe, name.replace("-", "_"))
@@ -610,8 +586,6 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
             watchdog.cancel()
         sys.setswitchinterval(switch)
     summary.update(probe.facts, checks=checks)
-    if imports is not None and imports.import_ms:
-        summary["import_ms"] = dict(imports.import_ms)  # in the background, beside the checks
     summary["wall_ms"] = round((time.perf_counter() - start) * 1000, 1)
     _say(json.dumps(summary), sys.stdout)
     if code:
