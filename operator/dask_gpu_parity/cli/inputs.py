@@ -17,7 +17,7 @@ from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.policy import Policy, PolicyError
 from dask_gpu_parity.core.policy_manifest import load, override
-from dask_gpu_parity.core.resources import DaskResource, view
+from dask_gpu_parity.core.resources import CHART, DASK_OPERATOR, DaskResource, view
 from dask_gpu_parity.manifests import (
     STDIN,
     Document,
@@ -209,14 +209,18 @@ def evaluate_all(
     clusters = {
         (dask.namespace_or(), dask.name): doc.data
         for doc, dask in dask_documents
-        if dask.kind == "DaskCluster"
+        if dask.kind == "DaskCluster" and dask.deployer == DASK_OPERATOR
     }
+    everything = [doc.data for doc in documents]  # a chart's scheduler meets its release there
     checked = []
     for doc, dask in dask_documents:
         cluster = None
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
             cluster = clusters.get((dask.namespace_or(), name)) if isinstance(name, str) else None
-        result = evaluate(doc.data, policy, inventory, cluster=cluster, device_classes=classes)
+        peers = everything if dask.deployer == CHART else ()
+        result = evaluate(
+            doc.data, policy, inventory, cluster=cluster, device_classes=classes, peers=peers
+        )
         checked.append(Checked(doc, dask, result))
     return checked

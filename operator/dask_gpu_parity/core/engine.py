@@ -6,10 +6,11 @@ adds or sets what parity needs, and applying it twice changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .deployers import evaluate_deployer
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from .findings import Finding
 from .gpu import gpu_requests
@@ -17,7 +18,7 @@ from .inventory import Inventory
 from .patch import Operation, diff
 from .plain import copy_json, get_in
 from .policy import Policy
-from .resources import opted_out, view
+from .resources import DASK_OPERATOR, opted_out, view
 from .rules import Context, cluster_parity
 from .rules.dra import unknown_device_classes
 from .rules.pods import cuda_workers_without_gpu, refused_pods
@@ -57,6 +58,7 @@ def evaluate(
     cluster: Mapping[str, Any] | None = None,
     schema: bool = True,
     device_classes: DeviceClasses | None = None,
+    peers: Sequence[Mapping[str, Any]] = (),
 ) -> Result:
     """Check a Dask resource for parity and compute its fixed version.
 
@@ -70,6 +72,8 @@ def evaluate(
             this off: the API server has validated (and pruned) the object before calling it.
         device_classes: the DRA DeviceClasses whose extended-resource names are GPUs; else the
             inventory's, else NVIDIA's catalogue (``gpu.nvidia.com``, ``mig.nvidia.com``).
+        peers: the documents checked with this one; a classic chart's scheduler Deployment
+            is judged against its release's worker Deployment among them.
 
     Returns:
         The patched resource and the findings about the original.
@@ -78,6 +82,15 @@ def evaluate(
     dask = view(resource)
     if dask is None or opted_out(resource):
         return Result(resource, resource)
+    if dask.deployer != DASK_OPERATOR:  # dask-gateway, the classic chart: the same rules
+
+        def run(equivalent: dict[str, Any]) -> tuple[Any, Sequence[Finding]]:
+            judged = evaluate(equivalent, policy, inventory, schema=False, device_classes=classes)
+            return judged.patched, judged.findings
+
+        classes = device_classes or (inventory.device_classes if inventory else NVIDIA_CLASSES)
+        fixed, found = evaluate_deployer(resource, dask, run, peers)
+        return Result(resource, fixed, tuple(found))
     classes = device_classes or (inventory.device_classes if inventory else NVIDIA_CLASSES)
     worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()), classes)
     refused = refused_pods(resource, dask, classes)  # the CRD schema admits them; Pods do not

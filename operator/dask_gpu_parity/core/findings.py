@@ -154,6 +154,20 @@ RULES: dict[str, Rule] = {
             Severity.WARNING,
             False,
         ),
+        Rule(
+            "DGP029",
+            "cpu-container-sees-gpus",
+            "CPU-only container of a CUDA image sees the node's GPUs",
+            Severity.WARNING,
+            True,
+        ),
+        Rule(
+            "DGP030",
+            "unjudged-config",
+            "Deployer configuration cannot be judged offline",
+            Severity.INFO,
+            False,
+        ),
         # Input files, not resources (the CLI): the other files are still checked.
         Rule("DGP900", "unreadable-file", "File cannot be read", Severity.ERROR, False),
         Rule("DGP901", "invalid-file", "File is not valid YAML or JSON", Severity.ERROR, False),

@@ -18,6 +18,7 @@ from .image import job_runner_image, scheduler_image
 from .pinning import pin_driver_class, worker_nodes
 from .schedulable import schedulable
 from .verifier import verifier
+from .visible import cpu_containers_see_gpus
 
 __all__ = ["Context", "cluster_parity"]
 
@@ -26,6 +27,7 @@ def cluster_parity(ctx: Context) -> list[Finding]:
     """Run every scheduler rule on a GPU DaskCluster or DaskJob, fixing the view in place."""
     findings = scheduler_gpu(ctx) + scheduler_image(ctx) + job_runner_image(ctx)
     findings += environment(ctx)
+    findings += cpu_containers_see_gpus(ctx)
     pinned = None
     if ctx.inventory is not None:  # where the workers can go as written, before any pin
         findings += sources_disagree(ctx, ctx.inventory, worker_nodes(ctx, ctx.inventory))
