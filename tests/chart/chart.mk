@@ -29,3 +29,21 @@ chart-lint: controlplane $(CHART_TOOLS_STAMP) ## helm lint --strict every ci/*-v
 .PHONY: chart-test
 chart-test: $(STAMP) controlplane $(CHART_TOOLS_STAMP) ## Chart and Dockerfile tests, with install/upgrade/uninstall on the proving ground
 	$(BIN)/pytest tests/chart
+
+# promtool, built from the Prometheus Go module (its v0.3xx tags are Prometheus 3.x releases),
+# pinned and cached beside the proving-ground binaries: tests/chart/test_alerts.py runs
+# `promtool check rules` and `promtool test rules` on the PrometheusRule as the chart renders it.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL := $(DGP_CACHE)/bin/promtool-$(PROMTOOL_VERSION)/promtool
+
+test chart-test: $(PROMTOOL)
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build the pinned promtool (checks and unit-tests the chart's alert rules)
+
+# Built into a .partial folder and renamed, so an interrupted build leaves no binary behind.
+$(PROMTOOL):
+	@command -v go >/dev/null || { echo "promtool is built with Go: install Go (as for make controlplane)" >&2; exit 1; }
+	rm -rf $(@D) $(@D).partial
+	cd /tmp && CGO_ENABLED=0 GOBIN=$(abspath $(@D)).partial go install -ldflags "-s -w" github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	mv $(@D).partial $(@D)

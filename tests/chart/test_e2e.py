@@ -131,12 +131,13 @@ def test_every_ci_render_passes_server_side_dry_run(cluster, policy_crd, e2e_hel
     cluster.kubectl("apply", "--server-side", "-f", str(REPO / "tests/chart/fixtures"))
     for crd in ("issuers.cert-manager.io", "certificates.cert-manager.io"):
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s", f"crd/{crd}")
-    cluster.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=120s",
-        "crd/servicemonitors.monitoring.coreos.com",
-    )
+    for crd in ("servicemonitors", "prometheusrules"):
+        cluster.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=120s",
+            f"crd/{crd}.monitoring.coreos.com",
+        )
     with _namespaces(cluster, ("dgp-render",)) as (ns,):
         for values in CI_VALUES:
             args = e2e_helm.template_args([values], release=RELEASE, namespace=ns)

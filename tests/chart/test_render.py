@@ -81,6 +81,7 @@ def test_ci_matrix_is_complete():
         "self-signed-values.yaml",
         "audit-values.yaml",
         "one-replica-values.yaml",
+        "monitoring-values.yaml",
     }
 
 

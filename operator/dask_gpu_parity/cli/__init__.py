@@ -1,4 +1,4 @@
-"""The ``dask-gpu-parity`` command line: ``check``, ``fix``, ``verify-gpu``, ``run``.
+"""The ``dask-gpu-parity`` command line: ``check``, ``fix``, ``audit``, ``verify-gpu``, ``run``.
 
 ``main(argv)`` returns the exit code and is what tests call; it is the one place that turns
 errors into exit codes. ``check``: 0 nothing at or above ``--fail-on``; 1 findings at or above
@@ -22,7 +22,8 @@ from dask_gpu_parity.manifests import InputError
 from dask_gpu_parity.manifests.report import printable
 from dask_gpu_parity.manifests.rewrite import Signalled, signals_raise
 
-from .args import Arguments, CheckArgs, FixArgs, RunArgs, VerifyArgs, parse_args
+from .args import Arguments, AuditArgs, CheckArgs, FixArgs, RunArgs, VerifyArgs, parse_args
+from .audit import run_audit
 from .check import check
 from .fix import fix
 from .operator import run, webhook_config
@@ -37,6 +38,11 @@ def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
         return probe.main(list(args.probe_argv))
     if isinstance(args, RunArgs):
         return run(args)
+    if isinstance(args, AuditArgs):
+        report, code = run_audit(args, err)
+        out.write(report)
+        out.flush()
+        return code
     if not isinstance(args, CheckArgs | FixArgs):
         return webhook_config(args, out)
     # Manifests are acyclic dicts and lists that reference counting frees; the cyclic

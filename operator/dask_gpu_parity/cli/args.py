@@ -21,6 +21,7 @@ from .parser import PROBE_FLAGS, build_parser
 
 __all__ = [
     "Arguments",
+    "AuditArgs",
     "CheckArgs",
     "FixArgs",
     "InputArgs",
@@ -101,7 +102,21 @@ class WebhookConfigArgs:
     timeout: int
 
 
-Arguments = CheckArgs | FixArgs | VerifyArgs | RunArgs | WebhookConfigArgs
+@dataclass(frozen=True, kw_only=True)
+class AuditArgs:
+    """``audit``: which cluster and namespaces, the report's format, what fails."""
+
+    kubeconfig: str | None
+    context: str | None
+    namespace: str | None  # -n; None: the context's namespace
+    all_namespaces: bool  # -A
+    output: str  # -o, one of cli.audit_report.AUDIT_FORMATS
+    fail_on: Severity
+    exit_zero: bool
+    request_timeout: float
+
+
+Arguments = CheckArgs | FixArgs | VerifyArgs | RunArgs | WebhookConfigArgs | AuditArgs
 
 
 def _inputs(ns: argparse.Namespace) -> InputArgs:
@@ -133,6 +148,17 @@ def parse_args(argv: Sequence[str] | None) -> Arguments:
             output=ns.output,
             fail_on=Severity.parse(ns.fail_on),
             exit_zero=ns.exit_zero,
+        )
+    if ns.command == "audit":
+        return AuditArgs(
+            kubeconfig=ns.kubeconfig,
+            context=ns.context,
+            namespace=ns.namespace,
+            all_namespaces=ns.all_namespaces,
+            output=ns.output,
+            fail_on=Severity.parse(ns.fail_on),
+            exit_zero=ns.exit_zero,
+            request_timeout=ns.request_timeout,
         )
     if ns.command == "fix":
         return FixArgs(inputs=_inputs(ns), in_place=ns.in_place)

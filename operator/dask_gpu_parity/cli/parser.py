@@ -14,6 +14,8 @@ from dask_gpu_parity.core.verifier import default_probe_image
 from dask_gpu_parity.manifests import DEFAULT_EXCLUDES, InputError
 from dask_gpu_parity.manifests.report import FORMATS
 
+from .audit_parser import add_audit
+
 __all__ = ["PROBE_FLAGS", "build_parser"]
 
 _CHECK_EXIT = """\
@@ -227,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--exit-zero", action="store_true", help="exit 0 even with findings (2 stays 2)"
     )
+
+    add_audit(commands)
 
     fix = _command(commands, "fix", "write manifests with parity fixed", _FIX_EPILOG)
     _inputs(fix)

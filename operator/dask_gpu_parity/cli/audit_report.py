@@ -1,0 +1,224 @@
+"""``audit``'s reports: a table, JSON, SARIF 2.1.0 and wgpolicyk8s.io PolicyReports."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from dask_gpu_parity import __version__
+from dask_gpu_parity.audit import VERDICTS, Audited
+from dask_gpu_parity.core.findings import RULES, Finding, Severity
+from dask_gpu_parity.manifests.report import printable
+
+__all__ = ["AUDIT_FORMATS", "render_audit"]
+
+AUDIT_FORMATS = ("text", "json", "sarif", "policyreport")
+DOCS = "https://github.com/dask-gpu-parity/dask-gpu-parity/blob/main/docs/findings.md"
+POLICY = "dask-gpu-parity"  # the PolicyReport results' policy, as Kyverno's name their policy
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+_RESULT = {Severity.ERROR: "fail", Severity.WARNING: "warn", Severity.INFO: "pass"}
+_COLUMNS = (
+    "NAMESPACE", "KIND", "NAME", "VERDICT", "SCHEDULER NODE", "DRIVER", "CUDA", "GPU", "CHECK",
+    "WORKERS", "FINDINGS", "REASON",
+)  # fmt: skip
+
+
+def _scheduler(a: Audited) -> Any:
+    placed = [s for s in a.schedulers if s.node]
+    return next((s for s in placed if s.phase == "Running"), placed[0] if placed else None)
+
+
+def _workers(a: Audited) -> str:
+    running = sum(1 for w in a.workers if w.node and w.phase == "Running")
+    return f"{running}/{len(a.workers)}"
+
+
+def _counted(findings: Sequence[Finding]) -> str:
+    counts = Counter(f.severity for f in findings)
+    parts = [f"{counts[s]}{str(s)[0].upper()}" for s in Severity if counts[s]]
+    return " ".join(reversed(parts)) or "-"
+
+
+def _text(audited: Sequence[Audited]) -> str:
+    rows: list[tuple[str, ...]] = [_COLUMNS]
+    for a in audited:
+        s = _scheduler(a)
+        rows.append(
+            tuple(
+                printable(v) or "-"
+                for v in (
+                    a.namespace, a.kind, a.name, a.verdict, s.node if s else "",
+                    s.driver if s else "", s.cuda if s else "", s.product if s else "",
+                    s.check if s else "", _workers(a), _counted(a.findings), a.reason,
+                )
+            )
+        )  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
+    ]
+    details = [
+        printable(
+            f"{a.kind} {a.namespace}/{a.name}: {f.code} {f.severity} at {f.path or '/'}: "
+            + f.message
+        )
+        for a in audited
+        for f in a.findings
+    ]
+    verdicts = Counter(a.verdict for a in audited)
+    tally = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts[v]) or "none"
+    out = [*lines] if audited else ["No Dask resources found"]
+    if details:
+        out += ["", "Findings:", *(f"  {d}" for d in details)]
+    out += ["", f"{len(audited)} Dask resources: {tally}"]
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {
+        "code": f.code,
+        "severity": str(f.severity),
+        "path": f.path,
+        "message": f.message,
+        "fixable": f.fixable,
+    }
+
+
+def _json(audited: Sequence[Audited]) -> str:
+    resources = [
+        {
+            "kind": a.kind,
+            "namespace": a.namespace,
+            "name": a.name,
+            "policy": a.policy,
+            "verdict": a.verdict,
+            "reason": a.reason,
+            "scheduler": [s.as_dict() for s in a.schedulers],
+            "workers": [w.as_dict() for w in a.workers],
+            "findings": [_finding(f) for f in a.findings],
+        }
+        for a in audited
+    ]
+    verdicts = Counter(a.verdict for a in audited)
+    summary = {"resources": len(audited), "verdicts": {v: verdicts[v] for v in VERDICTS}}
+    return json.dumps({"resources": resources, "summary": summary}, indent=2) + "\n"
+
+
+def _sarif(audited: Sequence[Audited]) -> str:
+    codes = {code: n for n, code in enumerate(RULES)}
+    rules = [
+        {
+            "id": r.code,
+            "name": r.name,
+            "shortDescription": {"text": r.title},
+            "helpUri": f"{DOCS}#{r.code.lower()}",
+            "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
+        }
+        for r in RULES.values()
+    ]
+    results = [
+        {
+            "ruleId": f.code,
+            "ruleIndex": codes[f.code],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {
+                "text": printable(f"{a.kind} {a.namespace}/{a.name} {f.path}: {f.message}")
+            },
+            "locations": [
+                {
+                    "logicalLocations": [
+                        {"fullyQualifiedName": f"{a.namespace}/{a.kind}/{a.name}", "kind": "object"}
+                    ]
+                }
+            ],
+            "properties": {"verdict": a.verdict, "path": f.path},
+        }
+        for a in audited
+        for f in a.findings
+    ]
+    run = {
+        "tool": {
+            "driver": {
+                "name": "dask-gpu-parity",
+                "version": __version__,
+                "informationUri": DOCS,
+                "rules": rules,
+            }
+        },
+        "invocations": [{"executionSuccessful": True}],
+        "results": results,
+    }
+    log = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0"}
+    return json.dumps({**log, "runs": [run]}, indent=2) + "\n"
+
+
+def _ref(a: Audited) -> dict[str, Any]:
+    ref = {
+        "apiVersion": "kubernetes.dask.org/v1",
+        "kind": a.kind,
+        "namespace": a.namespace,
+        "name": a.name,
+    }
+    return {**ref, "uid": a.uid} if a.uid else ref
+
+
+def _policy_reports(audited: Sequence[Audited]) -> str:
+    now = int(time.time())
+    namespaces = sorted({a.namespace for a in audited})
+    reports = []
+    for namespace in namespaces:
+        results = []
+        for a in (a for a in audited if a.namespace == namespace):
+            base = {
+                "policy": POLICY,
+                "source": POLICY,
+                "resources": [_ref(a)],
+                "timestamp": {"seconds": now, "nanos": 0},
+                "properties": {"verdict": a.verdict},
+            }
+            if not a.findings:
+                results.append({**base, "rule": "parity", "result": "pass", "message": a.reason})
+            for f in a.findings:
+                results.append(
+                    {
+                        **base,
+                        "rule": f.code,
+                        "result": _RESULT[f.severity],
+                        "severity": {"error": "high", "warning": "medium"}.get(
+                            str(f.severity), "info"
+                        ),
+                        "category": RULES[f.code].name,
+                        "message": f"{f.path or '/'}: {f.message}",
+                    }
+                )
+        tally = Counter(r["result"] for r in results)
+        reports.append(
+            {
+                "apiVersion": "wgpolicyk8s.io/v1alpha2",
+                "kind": "PolicyReport",
+                "metadata": {
+                    "name": f"{POLICY}-audit",
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/managed-by": POLICY},
+                },
+                "summary": {k: tally[k] for k in ("pass", "fail", "warn", "error", "skip")},
+                "results": results,
+            }
+        )
+    return yaml.safe_dump_all(reports, sort_keys=False, width=1_000) if reports else ""
+
+
+def render_audit(fmt: str, audited: Sequence[Audited]) -> str:
+    """The report in ``fmt`` (one of :data:`AUDIT_FORMATS`)."""
+    if fmt == "json":
+        return _json(audited)
+    if fmt == "sarif":
+        return _sarif(audited)
+    if fmt == "policyreport":
+        return _policy_reports(audited)
+    return _text(audited)
