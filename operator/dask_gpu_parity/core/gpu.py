@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import quantity
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
@@ -35,6 +35,11 @@ _PLUGIN_NAMES = frozenset({"nvidia.com/gpu", "nvidia.com/gpu.shared"})
 Protocol = str  # "tcp" or "ucx"
 
 
+def _is_map(value: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """Whether ``value`` is a mapping; plain dicts, what the readers make, without ABC checks."""
+    return value.__class__ is dict or isinstance(value, Mapping)
+
+
 def is_gpu_resource(name: str, classes: DeviceClasses = NVIDIA_CLASSES) -> bool:
     """Whether ``name`` is an NVIDIA GPU resource: whole, shared, a MIG slice, or a DRA one.
 
@@ -47,13 +52,13 @@ def is_gpu_resource(name: str, classes: DeviceClasses = NVIDIA_CLASSES) -> bool:
 
 def containers(pod_spec: Any, key: str = "containers") -> Iterator[tuple[int, Mapping[str, Any]]]:
     """The well-formed containers of a pod spec, with their index."""
-    if not isinstance(pod_spec, Mapping):
+    if not _is_map(pod_spec):
         return
     items = pod_spec.get(key)
     if not isinstance(items, list):
         return
     for index, container in enumerate(items):
-        if isinstance(container, Mapping):
+        if _is_map(container):
             yield index, container
 
 
@@ -76,11 +81,11 @@ def gpu_requests(pod_spec: Any, classes: DeviceClasses = NVIDIA_CLASSES) -> list
     found: list[GpuRequest] = []
     for index, container in containers(pod_spec):
         resources = container.get("resources")
-        if not isinstance(resources, Mapping):
+        if not _is_map(resources):
             continue
         for section in ("limits", "requests"):
             values = resources.get(section)
-            if not isinstance(values, Mapping):
+            if not _is_map(values):
                 continue
             for name, amount in values.items():
                 gpu = isinstance(name, str) and is_gpu_resource(name, classes)
@@ -149,8 +154,8 @@ def admitted_gpus(
 
 def _section(container: Mapping[str, Any], section: str) -> Mapping[Any, Any]:
     resources = container.get("resources")
-    values = resources.get(section) if isinstance(resources, Mapping) else None
-    return values if isinstance(values, Mapping) else {}
+    values = resources.get(section) if _is_map(resources) else None
+    return values if _is_map(values) else {}
 
 
 def _words(container: Mapping[str, Any]) -> list[str]:
@@ -215,7 +220,7 @@ def env_value(container: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(env, list):
         return None
     for item in env:
-        if isinstance(item, Mapping) and item.get("name") == name:
+        if _is_map(item) and item.get("name") == name:
             value = item.get("value")
             return value if isinstance(value, str) else None
     return None
