@@ -47,18 +47,22 @@ def is_gpu_resource(name: str, classes: DeviceClasses = NVIDIA_CLASSES) -> bool:
     DeviceClasses in ``classes`` (their ``extendedResourceName`` and the implicit
     ``deviceclass.resource.kubernetes.io/<class>``). Two set lookups and a regex at most.
     """
-    return name in _PLUGIN_NAMES or name in classes.gpu_names or _MIG.match(name) is not None
+    return (
+        name in _PLUGIN_NAMES
+        or name in classes.gpu_names
+        or (name.startswith("nvidia.com/mig-") and _MIG.match(name) is not None)
+    )
 
 
 def containers(pod_spec: Any, key: str = "containers") -> Iterator[tuple[int, Mapping[str, Any]]]:
     """The well-formed containers of a pod spec, with their index."""
-    if not _is_map(pod_spec):
+    if pod_spec.__class__ is not dict and not isinstance(pod_spec, Mapping):
         return
     items = pod_spec.get(key)
     if not isinstance(items, list):
         return
     for index, container in enumerate(items):
-        if _is_map(container):
+        if container.__class__ is dict or isinstance(container, Mapping):
             yield index, container
 
 
@@ -117,7 +121,9 @@ def refused_gpus(
     request defaults to it. Values that are no quantity at all are the schema rule's business.
     """
     limits, requests = _section(container, "limits"), _section(container, "requests")
-    refused = []
+    refused: list[RefusedGpu] = []
+    if not limits and not requests:
+        return refused
     for name in dict.fromkeys([*limits, *requests]):
         if not (isinstance(name, str) and is_gpu_resource(name, classes)):
             continue
@@ -154,8 +160,10 @@ def admitted_gpus(
 
 def _section(container: Mapping[str, Any], section: str) -> Mapping[Any, Any]:
     resources = container.get("resources")
-    values = resources.get(section) if _is_map(resources) else None
-    return values if _is_map(values) else {}
+    if resources.__class__ is not dict and not isinstance(resources, Mapping):
+        return {}
+    values = resources.get(section)
+    return values if values.__class__ is dict or isinstance(values, Mapping) else {}
 
 
 def _words(container: Mapping[str, Any]) -> list[str]:

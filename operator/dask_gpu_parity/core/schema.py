@@ -159,6 +159,7 @@ def _object_check(node: Node, done: dict[int, _Check]) -> _Check:
 def _list_check(node: Node, items: _Field) -> _Check:
     item_check, exact, sub, _ = items
     unique = node.unique
+    map_keys = _map_keys(node) if node.schema.get("x-kubernetes-list-type") == "map" else None
 
     def check_list(value: Any, at: At, issues: list[Issue]) -> None:
         if value.__class__ is not list:
@@ -171,7 +172,32 @@ def _list_check(node: Node, items: _Field) -> _Check:
             for index, item in enumerate(value):
                 if item.__class__ not in exact and wrong_type(item, sub):
                     issues.append(type_issue(item, sub, (at, index)))
-        if unique:
+        if map_keys is not None:
+            _unique_map(value, map_keys, at, issues)
+        elif unique:
             check_unique(value, node.schema, at, issues)
 
     return check_list
+
+
+def _map_keys(node: Node) -> tuple[tuple[str, Any], ...]:
+    """A list-map's keys, each with the default an item without it takes."""
+    item_props = node.schema["items"].get("properties", {})
+    keys = node.schema.get("x-kubernetes-list-map-keys", ())
+    return tuple((k, item_props.get(k, {}).get("default")) for k in keys)
+
+
+def _unique_map(
+    value: list[Any], keys: tuple[tuple[str, Any], ...], at: At, issues: list[Issue]
+) -> None:
+    """``check_unique`` for a list-map, with its keys and defaults looked up once."""
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        if item.__class__ is not dict and not isinstance(item, Mapping):
+            continue
+        values = [item.get(k, default) for k, default in keys]
+        key = repr(values)  # the same for equal JSON values, and cheaper than json.dumps
+        if key in seen:
+            shown = json.dumps(values, default=str)
+            issues.append(Issue(pointer_of((at, index)), f"Duplicate value: {shown}"))
+        seen.add(key)
