@@ -72,6 +72,7 @@ def _quantities(document: Mapping[str, Any], dask: DaskResource | None) -> list[
     """DGP011 for every resource quantity string that the Pod API would reject."""
     paths = (dask.scheduler_path, dask.worker_path, dask.job_runner_path) if dask else ()
     findings = []
+    parse = quantity.parse
     for path in filter(None, paths):
         pod = get_in(document, path)
         for key in ("containers", "initContainers"):
@@ -79,7 +80,9 @@ def _quantities(document: Mapping[str, Any], dask: DaskResource | None) -> list[
                 resources = as_map(container.get("resources"))
                 for section in ("limits", "requests"):
                     for name, value in as_map(resources.get(section)).items():
-                        if isinstance(value, str) and quantity.parse(value) is None:
+                        if value.__class__ is str and parse(value) is not None:
+                            continue  # the common case, decided at once
+                        if isinstance(value, str) and parse(value) is None:
                             at = pointer(*path, key, index, "resources", section, name)
                             findings.append(_not_a_quantity(at, value))
     return findings
