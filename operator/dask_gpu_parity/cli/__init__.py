@@ -19,14 +19,12 @@ from typing import TextIO
 
 from dask_gpu_parity import probe
 from dask_gpu_parity.manifests import InputError
+from dask_gpu_parity.manifests.inplace import Signalled, signals_raise
 from dask_gpu_parity.manifests.report import printable
-from dask_gpu_parity.manifests.rewrite import Signalled, signals_raise
 
 from .args import Arguments, AuditArgs, CheckArgs, FixArgs, RunArgs, VerifyArgs, parse_args
 from .audit import run_audit
 from .check import check
-from .fix import fix
-from .operator import run, webhook_config
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -36,7 +34,10 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
     if isinstance(args, VerifyArgs):  # the probe, each flag given passed on as its own
         return probe.main(list(args.probe_argv))
+    # `fix` (ruamel.yaml) and the operator's commands are imported when run, not for `check`.
     if isinstance(args, RunArgs):
+        from .operator import run  # noqa: PLC0415 - deferred on purpose (start-up of `check`)
+
         return run(args)
     if isinstance(args, AuditArgs):
         report, code = run_audit(args, err)
@@ -44,6 +45,8 @@ def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
         out.flush()
         return code
     if not isinstance(args, CheckArgs | FixArgs):
+        from .operator import webhook_config  # noqa: PLC0415 - deferred on purpose
+
         return webhook_config(args, out)
     # Manifests are acyclic dicts and lists that reference counting frees; the cyclic
     # collector would only re-scan every parsed document, again and again, as input grows.
@@ -53,6 +56,8 @@ def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
         out.write(report)
         out.flush()
         return code
+    from .fix import fix  # noqa: PLC0415 - deferred on purpose (start-up of `check`)
+
     with signals_raise():  # a terminated fix --in-place leaves no temporary file behind
         return fix(args, out, err)
 

@@ -95,7 +95,7 @@ def evaluate(
     worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()), classes)
     refused = refused_pods(resource, dask, classes)  # the CRD schema admits them; Pods do not
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
-        found = schema_findings(resource, dask.kind, fix=False) if schema else []
+        found = schema_findings(resource, dask.kind, fix=False, dask=dask) if schema else []
         unknown = unknown_device_classes(resource, dask, classes)  # maybe GPUs: no DGP025 there
         found += refused + [
             f
@@ -105,7 +105,7 @@ def evaluate(
         found += unknown
         return Result(resource, resource, tuple(found))
     patched: dict[str, Any] = copy_json(resource)
-    findings = schema_findings(patched, dask.kind, fix=True) if schema else []
+    findings = schema_findings(patched, dask.kind, fix=True, dask=dask) if schema else []
     findings += refused
     if dask.scheduler_path is not None:
         resolved = cluster_view(patched, dask, classes)

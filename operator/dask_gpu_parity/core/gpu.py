@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import quantity
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
@@ -35,6 +35,11 @@ _PLUGIN_NAMES = frozenset({"nvidia.com/gpu", "nvidia.com/gpu.shared"})
 Protocol = str  # "tcp" or "ucx"
 
 
+def _is_map(value: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """Whether ``value`` is a mapping; plain dicts, what the readers make, without ABC checks."""
+    return value.__class__ is dict or isinstance(value, Mapping)
+
+
 def is_gpu_resource(name: str, classes: DeviceClasses = NVIDIA_CLASSES) -> bool:
     """Whether ``name`` is an NVIDIA GPU resource: whole, shared, a MIG slice, or a DRA one.
 
@@ -42,18 +47,22 @@ def is_gpu_resource(name: str, classes: DeviceClasses = NVIDIA_CLASSES) -> bool:
     DeviceClasses in ``classes`` (their ``extendedResourceName`` and the implicit
     ``deviceclass.resource.kubernetes.io/<class>``). Two set lookups and a regex at most.
     """
-    return name in _PLUGIN_NAMES or name in classes.gpu_names or _MIG.match(name) is not None
+    return (
+        name in _PLUGIN_NAMES
+        or name in classes.gpu_names
+        or (name.startswith("nvidia.com/mig-") and _MIG.match(name) is not None)
+    )
 
 
 def containers(pod_spec: Any, key: str = "containers") -> Iterator[tuple[int, Mapping[str, Any]]]:
     """The well-formed containers of a pod spec, with their index."""
-    if not isinstance(pod_spec, Mapping):
+    if pod_spec.__class__ is not dict and not isinstance(pod_spec, Mapping):
         return
     items = pod_spec.get(key)
     if not isinstance(items, list):
         return
     for index, container in enumerate(items):
-        if isinstance(container, Mapping):
+        if container.__class__ is dict or isinstance(container, Mapping):
             yield index, container
 
 
@@ -76,11 +85,11 @@ def gpu_requests(pod_spec: Any, classes: DeviceClasses = NVIDIA_CLASSES) -> list
     found: list[GpuRequest] = []
     for index, container in containers(pod_spec):
         resources = container.get("resources")
-        if not isinstance(resources, Mapping):
+        if not _is_map(resources):
             continue
         for section in ("limits", "requests"):
             values = resources.get(section)
-            if not isinstance(values, Mapping):
+            if not _is_map(values):
                 continue
             for name, amount in values.items():
                 gpu = isinstance(name, str) and is_gpu_resource(name, classes)
@@ -112,7 +121,9 @@ def refused_gpus(
     request defaults to it. Values that are no quantity at all are the schema rule's business.
     """
     limits, requests = _section(container, "limits"), _section(container, "requests")
-    refused = []
+    refused: list[RefusedGpu] = []
+    if not limits and not requests:
+        return refused
     for name in dict.fromkeys([*limits, *requests]):
         if not (isinstance(name, str) and is_gpu_resource(name, classes)):
             continue
@@ -149,8 +160,10 @@ def admitted_gpus(
 
 def _section(container: Mapping[str, Any], section: str) -> Mapping[Any, Any]:
     resources = container.get("resources")
-    values = resources.get(section) if isinstance(resources, Mapping) else None
-    return values if isinstance(values, Mapping) else {}
+    if resources.__class__ is not dict and not isinstance(resources, Mapping):
+        return {}
+    values = resources.get(section)
+    return values if values.__class__ is dict or isinstance(values, Mapping) else {}
 
 
 def _words(container: Mapping[str, Any]) -> list[str]:
@@ -215,7 +228,7 @@ def env_value(container: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(env, list):
         return None
     for item in env:
-        if isinstance(item, Mapping) and item.get("name") == name:
+        if _is_map(item) and item.get("name") == name:
             value = item.get("value")
             return value if isinstance(value, str) else None
     return None

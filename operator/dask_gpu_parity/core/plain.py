@@ -35,7 +35,7 @@ def as_list(value: Any) -> list[Any]:
 
 def as_map(value: Any) -> Mapping[str, Any]:
     """``value`` if it is a mapping, else an empty one (malformed input counts as absent)."""
-    return value if isinstance(value, Mapping) else {}
+    return value if value.__class__ is dict or isinstance(value, Mapping) else {}
 
 
 def get_in(document: Any, path: Path) -> Any:
@@ -46,7 +46,7 @@ def get_in(document: Any, path: Path) -> Any:
             if not isinstance(node, list) or segment >= len(node):
                 return None
             node = node[segment]
-        elif isinstance(node, Mapping):
+        elif node.__class__ is dict or isinstance(node, Mapping):
             node = node.get(segment)
         else:
             return None

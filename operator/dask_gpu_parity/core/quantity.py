@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["MAX", "describe", "parse"]
@@ -28,13 +29,23 @@ _EXPONENT = 2**31  # the API server reads an exponent suffix as an int32
 
 def parse(value: Any) -> Decimal | None:
     """A quantity as a finite number, ``None`` when the API server would not accept it."""
+    if value.__class__ is str:  # the common case: a few strings, again and again
+        return _parse_text(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return Decimal(value) if abs(value) <= MAX else None
     if isinstance(value, float):
         return Decimal(repr(value)) if math.isfinite(value) and abs(value) <= MAX else None
-    if not isinstance(value, str) or len(value) > 128:
+    if not isinstance(value, str):
+        return None
+    return _parse_text(str(value))
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Decimal | None:
+    """A quantity string parsed; cached: ``Decimal`` is immutable, and manifests repeat them."""
+    if len(value) > 128:
         return None
     match = _QUANTITY.fullmatch(value)
     if match is None:

@@ -14,33 +14,25 @@ What the API server does with a structural schema, and so what this module does:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from .patch import pointer
+from .schema_nodes import (
+    At,
+    Issue,
+    Node,
+    check,
+    check_unique,
+    compile_node,
+    pointer_of,
+    type_issue,
+    wrong_type,
+)
 
 __all__ = ["Issue", "extract", "schemas", "validate"]
-
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-}
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One thing the API server would reject (``pruned=False``) or silently drop."""
-
-    path: str
-    message: str
-    pruned: bool = False
 
 
 @cache
@@ -75,189 +67,137 @@ def validate(document: Mapping[str, Any], kind: str) -> list[Issue]:
     ``apiVersion``, ``kind`` and ``metadata`` are the API server's own business and are not
     checked here beyond their types.
     """
-    node = _compiled(kind)
-    if node is None:
+    checker = _validator(kind)
+    if checker is None:
         return []
     issues: list[Issue] = []
     body = {k: v for k, v in document.items() if k not in ("apiVersion", "kind", "metadata")}
-    _check(body, node, None, issues)
+    checker(body, None, issues)
     return issues
 
 
-# A path as the walk goes: (parent, key), built for every node but turned into a JSON Pointer
-# only for an issue. Path strings for all nodes cost more than the checks themselves.
-_At = tuple[Any, str | int] | None
-
-
-def _pointer(at: _At) -> str:
-    keys: list[str | int] = []
-    while at is not None:
-        at, key = at
-        keys.append(key)
-    return pointer(*reversed(keys))
-
-
-@dataclass(slots=True, eq=False)
-class _Node:
-    """One schema node, compiled: what to check, without dictionary lookups per value."""
-
-    schema: Mapping[str, Any]
-    expected: str | None = None
-    types: tuple[type, ...] | None = None  # None: any type
-    exact: frozenset[type] = frozenset()  # classes that pass without isinstance checks
-    numeric: bool = False  # integer or number: a bool is neither
-    nullable: bool = False
-    enum: list[Any] | None = None
-    properties: dict[Any, _Node] | None = None
-    extra: _Node | None = None  # additionalProperties as a schema
-    open: bool = False  # unknown fields are kept, not pruned
-    required: tuple[str, ...] = ()
-    items: _Node | None = None
-    unique: bool = False  # x-kubernetes-list-type map or set
-    leaf: bool = True  # nothing to check but the type
-
-
-_CLOSED = _Node({})
+# The schema specialised once per kind: one closure per schema node that has more to check than
+# a type, each with its fields' table at hand. The closures take the common case (plain dicts
+# and lists, what the readers make, no enum on containers) and hand anything else to
+# ``schema_nodes.check``, the reference walk, so every issue is the same either way.
+_Check = Callable[[Any, At, list[Issue]], None]
+# A field as its object's closure checks it: the closure (None for a type-only leaf), the
+# classes a leaf accepts at once (None: any), its node, and whether null is kept for it.
+_Field = tuple[_Check | None, frozenset[type] | None, Node, bool]
 
 
 @cache
-def _compiled(kind: str) -> _Node | None:
+def _validator(kind: str) -> _Check | None:
     schema = schemas().get(kind)
-    return None if schema is None else _compile(schema, {})
+    return None if schema is None else _specialise(compile_node(schema, {}), {})
 
 
-def _compile(schema: Mapping[str, Any], done: dict[int, _Node]) -> _Node:
-    if id(schema) in done:
-        return done[id(schema)]
-    expected = schema.get("type")
-    node = done[id(schema)] = _Node(
-        schema,
-        expected=expected,
-        types=_TYPES.get(expected) if expected else None,
-        numeric=expected in ("integer", "number"),
-        nullable=bool(schema.get("nullable", False)),
-        enum=schema.get("enum"),
-        open=bool(schema.get("x-kubernetes-preserve-unknown-fields"))
-        or schema.get("additionalProperties") is True,
-        required=tuple(schema.get("required", ())),
-        unique=schema.get("x-kubernetes-list-type") in ("map", "set"),
-    )
-    if node.types is not None:
-        node.exact = frozenset(t for t in node.types if not (node.numeric and t is bool))
-    properties = schema.get("properties")
-    if properties is not None:
-        node.properties = {k: _compile(v, done) for k, v in properties.items()}
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, Mapping):
-        node.extra = _compile(extra, done)
-    if "items" in schema:
-        node.items = _compile(schema["items"], done)
-    node.leaf = not (
-        node.enum is not None
-        or node.properties is not None
-        or node.extra is not None
-        or node.required
-        or node.items is not None
-        or (not node.open and expected in (None, "object"))
-    )
-    return node
+def _specialise(node: Node, done: dict[int, _Check]) -> _Check:
+    if id(node) in done:
+        return done[id(node)]
+    fast = node.enum is None
+    if fast and node.items is not None and (node.types is None or list in node.exact):
+        made = _list_check(node, _field(node.items, done))
+    elif fast and (node.types is None or dict in node.exact) and node.items is None:
+        made = _object_check(node, done)
+    else:
+
+        def made(value: Any, at: At, issues: list[Issue]) -> None:
+            check(value, node, at, issues)
+
+    done[id(node)] = made
+    return made
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    for name in ("object", "array", "string", "integer", "number"):
-        if isinstance(value, _TYPES[name]):
-            return name
-    return type(value).__name__
+def _field(node: Node, done: dict[int, _Check]) -> _Field:
+    if node.leaf:
+        return None, None if node.types is None else node.exact, node, node.nullable
+    return _specialise(node, done), None, node, node.nullable
 
 
-def _wrong_type(value: Any, node: _Node) -> bool:
-    if value.__class__ in node.exact:  # the common case: one set lookup
-        return False
-    return node.types is not None and (
-        not isinstance(value, node.types) or (node.numeric and isinstance(value, bool))
+def _object_check(node: Node, done: dict[int, _Check]) -> _Check:
+    fields = {k: _field(sub, done) for k, sub in (node.properties or {}).items()}
+    extra = None if node.extra is None else _field(node.extra, done)
+    closed = not node.open
+    properties = node.properties or {}
+    required = tuple(
+        (key, bool(sub and sub.nullable))
+        for key in node.required
+        for sub in [properties.get(key) or node.extra]
     )
 
-
-def _type_issue(value: Any, node: _Node, at: _At) -> Issue:
-    return Issue(
-        _pointer(at), f'Invalid value: "{_type_name(value)}": must be of type {node.expected}'
-    )
-
-
-def _check(value: Any, node: _Node, at: _At, issues: list[Issue]) -> None:
-    if _wrong_type(value, node):
-        issues.append(_type_issue(value, node, at))
-        return
-    if node.enum is not None and value not in node.enum:
-        allowed = ", ".join(json.dumps(v) for v in node.enum)
-        issues.append(
-            Issue(
-                _pointer(at), f"Unsupported value: {json.dumps(value)}: supported values: {allowed}"
-            )
-        )
-    if isinstance(value, dict):
-        _check_object(value, node, at, issues)
-    elif isinstance(value, list) and node.items is not None:
-        items = node.items
-        for index, item in enumerate(value):
-            if not items.leaf:
-                _check(item, items, (at, index), issues)
-            elif _wrong_type(item, items):
-                issues.append(_type_issue(item, items, (at, index)))
-        if node.unique:
-            _check_unique(value, node.schema, at, issues)
-
-
-def _check_object(value: Mapping[Any, Any], node: _Node, at: _At, issues: list[Issue]) -> None:
-    properties = node.properties
-    for key, item in value.items():
-        sub = properties.get(key) if properties is not None else None
-        if sub is None:
-            sub = node.extra
-        if item is None and (sub is None or not sub.nullable):
-            continue  # dropped by the API server before validation
-        if sub is None:
-            if not node.open:
-                issues.append(
-                    Issue(
-                        _pointer((at, str(key))), "Unknown field: dropped by the API server", True
+    def check_object(value: Any, at: At, issues: list[Issue]) -> None:
+        if value.__class__ is not dict:
+            check(value, node, at, issues)
+            return
+        for key, item in value.items():
+            entry = fields.get(key, extra)
+            if entry is None:
+                if item is not None and closed:
+                    issues.append(
+                        Issue(
+                            pointer_of((at, str(key))),
+                            "Unknown field: dropped by the API server",
+                            True,
+                        )
                     )
-                )
-        elif not sub.leaf:
-            _check(item, sub, (at, str(key)), issues)
-        elif item.__class__ not in sub.exact and _wrong_type(item, sub):
-            issues.append(_type_issue(item, sub, (at, str(key))))
-    for key in node.required:
-        item = value.get(key)
-        sub = properties.get(key) if properties is not None else None
-        if item is None and not (key in value and (sub or node.extra or _CLOSED).nullable):
-            issues.append(Issue(_pointer(at) + pointer(key), "Required value"))
-
-
-def _check_unique(
-    value: list[Any], schema: Mapping[str, Any], at: _At, issues: list[Issue]
-) -> None:
-    list_type = schema.get("x-kubernetes-list-type")
-    if list_type == "map":
-        keys = schema.get("x-kubernetes-list-map-keys", ())
-        item_props = schema["items"].get("properties", {})
-        seen: set[str] = set()
-        for index, item in enumerate(value):
-            if not isinstance(item, Mapping):
                 continue
-            values = [item.get(k, item_props.get(k, {}).get("default")) for k in keys]
-            key = repr(values)  # the same for equal JSON values, and cheaper than json.dumps
-            if key in seen:
-                shown = json.dumps(values, default=str)
-                issues.append(Issue(_pointer((at, index)), f"Duplicate value: {shown}"))
-            seen.add(key)
-    elif list_type == "set":
-        seen_items: list[Any] = []
-        for index, item in enumerate(value):
-            if item in seen_items:
-                issues.append(Issue(_pointer((at, index)), f"Duplicate value: {json.dumps(item)}"))
-            seen_items.append(item)
+            sub_check, exact, sub, nullable = entry
+            if item is None and not nullable:
+                continue  # dropped by the API server before validation
+            if sub_check is not None:
+                sub_check(item, (at, str(key)), issues)
+            elif exact is not None and item.__class__ not in exact and wrong_type(item, sub):
+                issues.append(type_issue(item, sub, (at, str(key))))
+        for key, nullable in required:
+            if value.get(key) is None and not (nullable and key in value):
+                issues.append(Issue(pointer_of(at) + pointer(key), "Required value"))
+
+    return check_object
+
+
+def _list_check(node: Node, items: _Field) -> _Check:
+    item_check, exact, sub, _ = items
+    unique = node.unique
+    map_keys = _map_keys(node) if node.schema.get("x-kubernetes-list-type") == "map" else None
+
+    def check_list(value: Any, at: At, issues: list[Issue]) -> None:
+        if value.__class__ is not list:
+            check(value, node, at, issues)
+            return
+        if item_check is not None:
+            for index, item in enumerate(value):
+                item_check(item, (at, index), issues)
+        elif exact is not None:
+            for index, item in enumerate(value):
+                if item.__class__ not in exact and wrong_type(item, sub):
+                    issues.append(type_issue(item, sub, (at, index)))
+        if map_keys is not None:
+            _unique_map(value, map_keys, at, issues)
+        elif unique:
+            check_unique(value, node.schema, at, issues)
+
+    return check_list
+
+
+def _map_keys(node: Node) -> tuple[tuple[str, Any], ...]:
+    """A list-map's keys, each with the default an item without it takes."""
+    item_props = node.schema["items"].get("properties", {})
+    keys = node.schema.get("x-kubernetes-list-map-keys", ())
+    return tuple((k, item_props.get(k, {}).get("default")) for k in keys)
+
+
+def _unique_map(
+    value: list[Any], keys: tuple[tuple[str, Any], ...], at: At, issues: list[Issue]
+) -> None:
+    """``check_unique`` for a list-map, with its keys and defaults looked up once."""
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        if item.__class__ is not dict and not isinstance(item, Mapping):
+            continue
+        values = [item.get(k, default) for k, default in keys]
+        key = repr(values)  # the same for equal JSON values, and cheaper than json.dumps
+        if key in seen:
+            shown = json.dumps(values, default=str)
+            issues.append(Issue(pointer_of((at, index)), f"Duplicate value: {shown}"))
+        seen.add(key)

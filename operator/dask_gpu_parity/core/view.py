@@ -19,6 +19,7 @@ from .gpu import (
     GpuRequest,
     Protocol,
     admitted_gpus,
+    containers,
     gpu_requests,
     primary_container,
     protocol,
@@ -87,9 +88,11 @@ def cluster_view(
     if dask.scheduler_path is None or dask.worker_path is None:
         return None
     worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path), classes))
+    if not worker_gpus:
+        return None
     scheduler = _pod(patched, dask.scheduler_path, _scheduler_index, classes)
-    worker = _pod(patched, dask.worker_path, _primary_index, classes)
-    if scheduler is None or worker is None or not worker_gpus:
+    worker = _pod(patched, dask.worker_path, _from(worker_gpus[0].container), classes)
+    if scheduler is None or worker is None:
         return None
     runner = (
         _pod(patched, dask.job_runner_path, _primary_index, classes)
@@ -132,6 +135,15 @@ def _pod(
 def _scheduler_index(spec: Mapping[str, Any], _: DeviceClasses) -> int | None:
     found = scheduler_container(spec)
     return found[0] if found else None
+
+
+def _from(wanted: int) -> Any:
+    """``_primary_index`` for a pod whose first GPU request is known to be at ``wanted``."""
+
+    def index_of(spec: Mapping[str, Any], _: DeviceClasses) -> int | None:
+        return next((index for index, _c in containers(spec) if index >= wanted), None)
+
+    return index_of
 
 
 def _primary_index(spec: Mapping[str, Any], classes: DeviceClasses) -> int | None:

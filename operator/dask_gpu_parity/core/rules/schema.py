@@ -18,7 +18,7 @@ from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.gpu import containers
 from dask_gpu_parity.core.patch import apply_in_place, pointer, split_pointer
 from dask_gpu_parity.core.plain import as_map, get_in
-from dask_gpu_parity.core.resources import view
+from dask_gpu_parity.core.resources import DaskResource, view
 
 __all__ = ["schema_findings"]
 
@@ -27,8 +27,13 @@ _QUANTITY_PATH = re.compile(
 )
 
 
-def schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> list[Finding]:
-    """Schema issues as findings; with ``fix``, number quantities are quoted in place."""
+def schema_findings(
+    patched: Mapping[str, Any], kind: str, *, fix: bool, dask: DaskResource | None = None
+) -> list[Finding]:
+    """Schema issues as findings; with ``fix``, number quantities are quoted in place.
+
+    ``dask``: the document's view, when the caller has it already.
+    """
     findings: list[Finding] = []
     for issue in schema.validate(patched, kind):
         value = _at(patched, issue.path)
@@ -60,14 +65,14 @@ def schema_findings(patched: Mapping[str, Any], kind: str, *, fix: bool) -> list
             )
         else:
             findings.append(Finding.of("DGP011", issue.path, f"{issue.message}: fix the manifest"))
-    return findings + _quantities(patched)
+    return findings + _quantities(patched, dask or view(patched))
 
 
-def _quantities(document: Mapping[str, Any]) -> list[Finding]:
+def _quantities(document: Mapping[str, Any], dask: DaskResource | None) -> list[Finding]:
     """DGP011 for every resource quantity string that the Pod API would reject."""
-    dask = view(document)
     paths = (dask.scheduler_path, dask.worker_path, dask.job_runner_path) if dask else ()
     findings = []
+    parse = quantity.parse
     for path in filter(None, paths):
         pod = get_in(document, path)
         for key in ("containers", "initContainers"):
@@ -75,7 +80,9 @@ def _quantities(document: Mapping[str, Any]) -> list[Finding]:
                 resources = as_map(container.get("resources"))
                 for section in ("limits", "requests"):
                     for name, value in as_map(resources.get(section)).items():
-                        if isinstance(value, str) and quantity.parse(value) is None:
+                        if value.__class__ is str and parse(value) is not None:
+                            continue  # the common case, decided at once
+                        if isinstance(value, str) and parse(value) is None:
                             at = pointer(*path, key, index, "resources", section, name)
                             findings.append(_not_a_quantity(at, value))
     return findings
