@@ -121,4 +121,5 @@ def run(node: Any, pods: Path, wait: Any) -> None:
     runtime_log = node.root / "logs" / "nvidia-container-runtime.log"
     if runtime_log.exists():
         lines = runtime_log.read_text(errors="replace").splitlines()
-        results["runtime_log_cdi"] = [ln[:300] for ln in lines if "CDI" in ln or "cdi" in ln][-30:]
+        keep = ("Using bundle", "CDI", "No devices requested", "error")
+        results["runtime_log"] = [ln[:400] for ln in lines if any(k in ln for k in keep)][-60:]
