@@ -61,6 +61,7 @@ gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, i
 	$(BIN)/python -m provingground.node.payload .gpunode/payload
 	$(PG_DIR)/node/wheels.sh .gpunode/wheels
 	$(PG_DIR)/node/operator_site.sh .gpunode/site
+	benchmarks/gpu/node/cpu_only.sh .gpunode $(BIN)/python
 
 # Our images, built from the Dockerfile with BuildKit (no Docker, no registry) into .images/ as OCI
 # archives, with .images/images.json (provingground/images/). BuildKit is built from its Go module

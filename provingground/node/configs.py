@@ -50,6 +50,9 @@ class NodeSpec:
     # kubelet's --root-dir; "" is <root>/kubelet. The NVIDIA device plugin registers under
     # /var/lib/kubelet/device-plugins/, so the GPU node keeps kubelet's default there.
     kubelet_root: str = ""
+    # A runc-compatible binary (the NVIDIA container runtime) registered as the runtime
+    # ``nvidia`` and made containerd's default, as the GPU Operator does; "" keeps runc.
+    default_runtime: str = ""
 
 
 def containerd_config(
@@ -74,15 +77,27 @@ state = "{root / "run/containerd"}"
   netns_mounts_under_state_dir = true
   cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi", "{root / "cdi"}"]
   [{rt}.containerd]
-    default_runtime_name = "runc"
+    default_runtime_name = "{"nvidia" if spec.default_runtime else "runc"}"
     [{rt}.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [{rt}.containerd.runtimes.runc.options]
         BinaryName = "{bin_dir / "runc"}"
         SystemdCgroup = false
-  [{rt}.cni]
+{_default_runtime(rt, spec.default_runtime)}  [{rt}.cni]
     bin_dirs = ["{bin_dir}"]
     conf_dir = "{cni_conf}"
+"""
+
+
+def _default_runtime(rt: str, binary: str) -> str:
+    """The runtime ``nvidia`` (runc's shim, ``binary`` as its runtime), made the default."""
+    if not binary:
+        return ""
+    return f"""    [{rt}.containerd.runtimes.nvidia]
+      runtime_type = "io.containerd.runc.v2"
+      [{rt}.containerd.runtimes.nvidia.options]
+        BinaryName = "{binary}"
+        SystemdCgroup = false
 """
 
 

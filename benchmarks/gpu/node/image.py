@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -147,7 +148,7 @@ def _unpack_wheels(wheels: Path, site: Path) -> list[str]:
     return names
 
 
-def build(out: Path, wheels: Path, python: str) -> dict[str, object]:
+def build(out: Path, wheels: Path, python: str, extra_env: Sequence[str] = ()) -> dict[str, object]:
     """Assemble the root filesystem and write the OCI archive ``out``."""
     python = os.path.realpath(shutil.which(python) or python)
     paths = _python_paths(python)
@@ -221,6 +222,7 @@ def build(out: Path, wheels: Path, python: str) -> dict[str, object]:
                 # As NVIDIA's CUDA images: CDI mounts nvidia-smi into /usr/local/nvidia/bin.
                 "PATH=/usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                 f"CUDA_VERSION={os.environ.get('CUDA_VERSION', '13.0')}",
+                *extra_env,
             ],
         )
     return {
@@ -257,11 +259,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--wheels", type=Path, required=True)
     parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="more image environment (the RAPIDS images' NVIDIA_VISIBLE_DEVICES=all)",
+    )
     parser.add_argument("--probe-out", type=Path, help="also the probe image, to this file")
     args = parser.parse_args()
     out = args.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    facts = build(out, args.wheels, args.python)
+    facts = build(out, args.wheels, args.python, args.env)
     if args.probe_out:
         facts["probe_image"] = build_probe(args.probe_out.resolve(), PROBE_NAME)
     print(json.dumps(facts))

@@ -51,6 +51,8 @@ if "provingground" not in sys.modules:
     _pkg = types.ModuleType("provingground")
     _pkg.__path__ = [str(REPO / "provingground")]
     sys.modules["provingground"] = _pkg
+import cpu_only  # type: ignore[import-not-found]  # noqa: E402  # beside this script
+
 from provingground.node import host  # noqa: E402  # after the namespace package above
 from provingground.node.configs import NodeSpec  # noqa: E402
 from provingground.node.dra import DraPlugin, sample_gpus, write_devices  # noqa: E402
@@ -245,7 +247,10 @@ class Node:
                 except OSError:
                     shutil.copy2(src, self.bin / src.name)
         else:
-            for archive in ("k8s.tar.xz", "rest.tar.xz"):
+            archives = ["k8s.tar.xz", "rest.tar.xz"]
+            if self.args.cpu_only:  # cpu_only.sh: the NVIDIA container runtime
+                archives.append("nvidia-runtime.tar.xz")
+            for archive in archives:
                 sh(
                     ["tar", "-xJf", str(self.args.bundle / archive), "-C", str(self.bin)],
                     check=True,
@@ -257,7 +262,14 @@ class Node:
                 if target.exists():
                     target.unlink()
                 os.link(self.bin / multi, target)
-        for name in (*K8S[:-1], "containerd", "runc", "nvidia-ctk", "nvidia-device-plugin"):
+        for name in (
+            *K8S[:-1],
+            "containerd",
+            "runc",
+            "nvidia-ctk",
+            "nvidia-device-plugin",
+            "nvidia-container-runtime",
+        ):
             if (self.bin / name).exists():
                 version = sh([str(self.bin / name), "--version"], timeout=30).splitlines()
                 self.summary["versions"][name] = " ".join(version[:2])[:200]
@@ -325,6 +337,8 @@ class Node:
                 self.args.image_python,
                 "--probe-out",  # fix's manifests name it (the verifier by reference)
                 str(images / "probe.tar"),
+                # As RAPIDS' and NVIDIA's CUDA images (DGP029): every GPU unless told otherwise
+                *(["--env", "NVIDIA_VISIBLE_DEVICES=all"] if self.args.cpu_only else []),
             ],
             check=True,
             timeout=300,
@@ -473,6 +487,11 @@ class Node:
             cgroup_v1=True if self.args.cgroup_v1 else None,
             snapshotter=self.args.snapshotter,
             kubelet_root="/var/lib/kubelet",
+            default_runtime=str(
+                cpu_only.configure(self.root, self.bin, self.root / "node")
+                if self.args.cpu_only
+                else ""
+            ),
         )
         dra = None
         if self.args.dra:  # the plugin reads NVML; without a GPU, one H200 from a file
@@ -493,6 +512,8 @@ class Node:
         )
         self.log(f"node {NODE}: containerd, images, kubelet (provingground/node/)")
         self.real.start()
+        if self.args.cpu_only and not self.gpu:  # the node's cdi folder exists now
+            self.log("stand-in CDI spec:", cpu_only.stand_in_spec(self.root / "node"))
         self.sock = self.real.sock
         self.summary["node_facts"] = self.real.facts
         self.summary["node_timings_s"] = {k: round(v, 3) for k, v in self.real.timings.items()}
@@ -685,7 +706,8 @@ class Node:
 
     def container_spec(self, cid: str) -> dict[str, Any]:
         """What the runtime gave a container: devices, CDI mounts and hooks (from its OCI spec)."""
-        info = json.loads(self.ctr("containers", "info", cid) or "{}")
+        out = self.ctr("containers", "info", cid)  # ctr's warnings follow on cgroup v1
+        info = json.JSONDecoder().raw_decode(out)[0] if out.startswith("{") else {}
         spec = info.get("Spec", {})
         linux = spec.get("linux", {})
         return {
@@ -1186,6 +1208,13 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
         "(DIR: chart_prep.py's output), DaskClusters and the CuPy example through them (chart.py)",
     )
     parser.add_argument(
+        "--cpu-only",
+        type=Path,
+        metavar="DIR",
+        help="only the CPU-only rule (DGP029) under NVIDIA's runtime as containerd's default "
+        "(CDI mode): the job runner's Pods from DIR (cpu_only_prep.py), instead of the flow",
+    )
+    parser.add_argument(
         "--chart-cupy-only", action="store_true", help="--chart without the two DaskClusters"
     )
     parser.add_argument(
@@ -1207,7 +1236,9 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
         else:
             if node.gpu:
                 node.host_probe()
-            if args.chart:
+            if args.cpu_only:
+                cpu_only.run(node, args.cpu_only.resolve(), wait)
+            elif args.chart:
                 node.kubectl("create", "namespace", NS, check=True)
                 import chart  # beside this script (ignored once, in unpack)
 
