@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,21 @@ def test_dra_device_class_is_nvidias_with_the_extended_resource_name() -> None:
             }
         }
     ]
+
+
+def test_containerd_keeps_runc_as_default_unless_given_the_nvidia_runtime(tmp_path: Path) -> None:
+    def runtimes(spec: configs.NodeSpec) -> tuple[str, dict[str, str]]:
+        text = configs.containerd_config(
+            tmp_path, tmp_path / "bin", tmp_path / "cni", spec, restrict_oom=False
+        )
+        cri = tomllib.loads(text)["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]
+        binaries = {name: rt["options"]["BinaryName"] for name, rt in cri["runtimes"].items()}
+        return cri["default_runtime_name"], binaries
+
+    plain = real_node_spec()
+    assert runtimes(plain) == ("runc", {"runc": f"{tmp_path}/bin/runc"})
+    nvidia = dataclasses.replace(plain, default_runtime="/opt/nvidia/nvidia-container-runtime")
+    assert runtimes(nvidia) == (
+        "nvidia",
+        {"runc": f"{tmp_path}/bin/runc", "nvidia": "/opt/nvidia/nvidia-container-runtime"},
+    )
