@@ -8,6 +8,7 @@ show that lint is live.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -129,7 +130,7 @@ def test_checkouts_leave_no_credentials_behind() -> None:
         for job in _jobs()
         for step in _uses(job, "actions/checkout")  # every job that reads the repository
     ]
-    assert len(checkouts) == 4
+    assert len(checkouts) == 5
     assert all(step["with"]["persist-credentials"] is False for step in checkouts)
 
 
@@ -392,6 +393,64 @@ def test_the_release_attaches_the_packages_sboms_and_signed_chart() -> None:
     create = _named("github-release", "Create the release")["run"]
     assert 'gh release create "$GITHUB_REF_NAME"' in create
     assert create.rstrip().endswith("assets/*")
+
+
+# -- The krew plugin ------------------------------------------------------------------------------
+
+KREW_STEP = "The krew plugin's archive and manifest"
+
+
+def test_the_release_job_builds_the_krew_assets_into_what_it_attaches() -> None:
+    steps = _steps("github-release")
+    kinds = [s.get("uses", "").split("@")[0] or s.get("name") for s in steps]
+    # Checkout cleans the workspace, so it comes before the download; the assets before the release.
+    assert kinds == [
+        "actions/checkout",
+        "actions/download-artifact",
+        KREW_STEP,
+        "Create the release",
+    ]
+    assert _named("github-release", KREW_STEP)["run"] == (
+        'python3 scripts/krew.py --tag "$GITHUB_REF_NAME" --repository "$GITHUB_REPOSITORY" '
+        "--out assets/"
+    )
+
+
+def test_the_krew_step_writes_the_archive_and_its_manifest_for_the_tag(tmp_path: Path) -> None:
+    (tmp_path / "scripts").symlink_to(ROOT / "scripts")  # the checkout, without its files
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "dask_gpu_parity-0.1.0.tar.gz").write_text("downloaded")
+    step = _named("github-release", KREW_STEP)
+    env = {"GITHUB_REF_NAME": f"v{VERSION}", "GITHUB_REPOSITORY": "dask-gpu-parity/dask-gpu-parity"}
+    code, _, err = _run(step["run"], env, tmp_path, cwd=tmp_path)
+    assert code == 0, err
+    assets = tmp_path / "assets"
+    assert sorted(p.name for p in assets.iterdir()) == [
+        "dask-gpu-parity.yaml",
+        "dask_gpu_parity-0.1.0.tar.gz",
+        "kubectl-dask_gpu_parity.tar.gz",
+    ]
+    manifest = yaml.safe_load((assets / "dask-gpu-parity.yaml").read_text())
+    (platform,) = manifest["spec"]["platforms"]
+    assert manifest["spec"]["version"] == f"v{VERSION}"
+    assert platform["uri"] == (
+        "https://github.com/dask-gpu-parity/dask-gpu-parity/releases/download/"
+        f"v{VERSION}/kubectl-dask_gpu_parity.tar.gz"
+    )
+    archive = (assets / "kubectl-dask_gpu_parity.tar.gz").read_bytes()
+    assert platform["sha256"] == hashlib.sha256(archive).hexdigest()
+    assert "kubectl-dask_gpu_parity.tar.gz" in DOCS
+    assert "dask-gpu-parity.yaml" in DOCS
+
+
+def test_the_krew_step_stops_the_release_on_a_tag_that_is_not_a_version(tmp_path: Path) -> None:
+    (tmp_path / "scripts").symlink_to(ROOT / "scripts")
+    step = _named("github-release", KREW_STEP)
+    env = {"GITHUB_REF_NAME": "vnext", "GITHUB_REPOSITORY": "dask-gpu-parity/dask-gpu-parity"}
+    code, _, err = _run(step["run"], env, tmp_path, cwd=tmp_path)
+    assert code == 2
+    assert err == ("krew.py: Tag 'vnext' is not a release tag: expected v and X.Y.Z, e.g. v0.1.0\n")
+    assert not (tmp_path / "assets").exists()
 
 
 # -- actionlint, as `make lint` runs it ----------------------------------------------------------
