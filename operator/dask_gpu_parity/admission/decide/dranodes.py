@@ -32,7 +32,9 @@ from dask_gpu_parity.core.slices import Device, node_devices
 
 from .nodeindex import NodeChange, NodeIndex
 
-__all__ = ["DraNodes", "reduced_node"]
+__all__ = ["DRA_VERSION", "DraNodes", "reduced_node"]
+
+DRA_VERSION = "resource.k8s.io/v1"  # what the operator lists and watches
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,17 @@ def reduced_node(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _typed(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    """The object with its kind and version: a LIST's items carry neither (the List does)."""
+    if obj.get("kind") == kind and obj.get("apiVersion"):
+        return obj
+    return {**obj, "kind": kind, "apiVersion": obj.get("apiVersion") or DRA_VERSION}
+
+
 def _slice(obj: Mapping[str, Any]) -> _Slice | None:
     """One slice's devices, ``None`` for a slice of no single node (network-attached devices)."""
     spec = as_map(obj.get("spec"))
-    found, _ = node_devices([{**obj, "kind": "ResourceSlice"}])
+    found, _ = node_devices([_typed(obj, "ResourceSlice")])
     pool = as_map(spec.get("pool"))
     node = spec.get("nodeName") or (
         pool.get("name") if not (spec.get("allNodes") or spec.get("nodeSelector")) else None
@@ -179,7 +188,7 @@ class DraNodes:
 
     def class_upserted(self, obj: Mapping[str, Any], key: str) -> list[NodeChange]:
         """A DeviceClass was listed, added or changed."""
-        found = device_class({**obj, "kind": "DeviceClass"})
+        found = device_class(_typed(obj, "DeviceClass"))
         if found is None or self._classes.get(key) == found:
             return []
         self._classes[key] = found
