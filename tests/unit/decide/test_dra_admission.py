@@ -1,0 +1,118 @@
+"""Admission on DRA fleets: verdicts with the watched DeviceClasses and slice-fed inventory.
+
+Fleets and DaskClusters from ``tests/fixtures/dra/`` (sources: its SOURCES.md); verdicts from its
+EXPECTED.md §2 and §4, here reached through the operator's watch (:class:`DraNodes`) and the
+webhook's answer (``decisions.mutate``), not the offline inventory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dask_gpu_parity.admission.decide import decisions
+from dask_gpu_parity.admission.decide.dranodes import DraNodes
+from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
+from dask_gpu_parity.core.policy import Policy, PolicyError
+from dask_gpu_parity.core.policy_manifest import load
+from tests.unit.core.dra import IMPLICIT, items
+
+PINNED = IMPLICIT + "gpu-580-95-5.nvidia.com"
+
+
+def _watched(*files: str) -> DraNodes:
+    dra = DraNodes(NodeIndex())
+    for name in files:
+        for obj in items(name):
+            key = obj["metadata"]["name"]
+            if obj["kind"] == "Node":
+                dra.node_upserted(obj, key)
+            elif obj["kind"] == "ResourceSlice":
+                dra.slice_upserted(obj, key)
+            elif obj["kind"] == "DeviceClass":
+                dra.class_upserted(obj, key)
+    dra.classes_listed()
+    return dra
+
+
+def _mutate(doc: dict[str, Any], dra: DraNodes, policy: Policy | None = None) -> Any:
+    return decisions.mutate(
+        doc, policy or Policy(), dra.index.snapshot(), classes=dra.index.classes
+    )
+
+
+def _limits(doc: dict[str, Any], role: str) -> dict[str, str]:
+    return dict(doc["spec"][role]["spec"]["containers"][0]["resources"]["limits"])
+
+
+def _policy(gpu_resource: str) -> Policy:
+    return load(
+        {
+            "apiVersion": "gpuparity.dask.org/v1alpha1",
+            "kind": "DaskGPUPolicy",
+            "metadata": {"name": "dra"},
+            "spec": {"scheduler": {"gpuResource": gpu_resource}},
+        }
+    )
+
+
+@pytest.mark.parametrize("shape", ["daskcluster-shape-a.yaml", "daskcluster-shape-b.yaml"])
+def test_admission_moves_scheduler_and_workers_onto_the_watched_per_driver_class(
+    shape: str,
+) -> None:
+    [doc] = items(shape)
+    decision = _mutate(doc, _watched("pure-dra.yaml", "deviceclass-pinned-580.yaml"))
+    assert decision.patched is not None
+    assert _limits(decision.patched, "scheduler") == {PINNED: "1"}
+    assert _limits(decision.patched, "worker") == {PINNED: "1"}
+    assert any("DGP014" in w for w in decision.warnings)
+
+
+def test_without_the_class_watched_the_pin_is_said_not_made() -> None:
+    [doc] = items("daskcluster-shape-b.yaml")
+    decision = _mutate(doc, _watched("pure-dra.yaml"))
+    assert decision.patched is not None
+    assert PINNED not in _limits(decision.patched, "worker")
+    [dgp014] = [f for f in decision.findings if f.code == "DGP014"]
+    assert not dgp014.fixable
+    assert "DeviceClass" in dgp014.message
+
+
+def test_workers_on_a_watched_class_are_gpu_workers_and_unknown_without_it() -> None:
+    [doc] = items("daskcluster-shape-a.yaml")
+    worker = doc["spec"]["worker"]["spec"]["containers"][0]
+    worker["resources"] = {"limits": {PINNED: "1"}}
+    known = _mutate(doc, _watched("pure-dra.yaml", "deviceclass-pinned-580.yaml"))
+    assert known.patched is not None
+    assert _limits(known.patched, "scheduler") == {PINNED: "1"}  # DGP001 fixed
+    unknown = _mutate(doc, _watched("pure-dra.yaml"))
+    assert unknown.patched is None
+    assert any("gpu-580-95-5.nvidia.com" in f.message for f in unknown.findings)
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [PINNED, IMPLICIT + "mig.nvidia.com", "nvidia.com/mig-1g.12gb", "nvidia.com/gpu-580"],
+)
+def test_a_policy_may_name_a_dra_class_for_the_scheduler(resource: str) -> None:
+    assert _policy(resource).scheduler.gpu_resource == resource
+
+
+@pytest.mark.parametrize("resource", ["gpu", "deviceclass.resource.kubernetes.io/", "nvidia.com/"])
+def test_a_policy_naming_no_resource_is_invalid_in_one_line(resource: str) -> None:
+    with pytest.raises(PolicyError) as raised:
+        _policy(resource)
+    assert "\n" not in str(raised.value)
+    assert "deviceclass.resource.kubernetes.io/<DeviceClass>" in str(raised.value)
+
+
+def test_the_policys_dra_class_is_the_schedulers_gpu() -> None:
+    [doc] = items("daskcluster-shape-b.yaml")
+    decision = _mutate(
+        doc,
+        _watched("pure-dra.yaml", "deviceclasses.yaml"),
+        _policy(IMPLICIT + "mig.nvidia.com"),
+    )
+    assert decision.patched is not None
+    assert IMPLICIT + "mig.nvidia.com" in _limits(decision.patched, "scheduler")
