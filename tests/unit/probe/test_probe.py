@@ -175,6 +175,7 @@ def test_source_runs_as_python_dash_c(fakes: Fakes, tmp_path: Path) -> None:
     ("env", "results"),
     [
         ({"GPU_PARITY_EXPECT_DRIVER": "580.159.04"}, {"driver-version": "pass"}),
+        ({"GPU_PARITY_EXPECT_DRIVER": "580.159.4"}, {"driver-version": "pass"}),
         ({"CUDA_VERSION": None}, {"cuda-version": "skip", "compute-capability": "skip"}),
         ({"CUDA_VERSION": "11.8.0"}, {"cuda-version": "pass", "compute-capability": "skip"}),
         ({"CUDA_VISIBLE_DEVICES": "0"}, {"device-uuids": "skip"}),
@@ -187,6 +188,7 @@ def test_source_runs_as_python_dash_c(fakes: Fakes, tmp_path: Path) -> None:
     ],
     ids=[
         "expected-driver-matches",
+        "expected-driver-as-dra-devices-spell-it",
         "no-cuda-version-in-image",
         "cuda-major-without-rapids-minimum",
         "visible-devices-ordinal",
@@ -858,3 +860,19 @@ def test_a_full_stdout_still_exits_with_the_verdict(
     assert "Traceback" not in errors
     assert "Exception ignored" not in errors
     assert log.read_text().startswith(("GPU ok", "Expected", "gpu-parity-check could not run"))
+
+
+@pytest.mark.parametrize(
+    ("found", "expected", "same"),
+    [
+        ("580.159.04", "580.159.4", True),  # NVML's spelling against a DRA device's semver
+        ("580.159.04", "580.159.04", True),
+        ("580.159.04", "580.159.40", False),
+        ("580.159.04", "580.159", False),
+        ("570.86.15", "580.159.04", False),
+    ],
+)
+def test_expected_driver_is_compared_in_both_spellings(
+    found: str, expected: str, same: bool
+) -> None:
+    assert probe.same_driver(found, expected) is same
