@@ -116,3 +116,34 @@ def test_the_policys_dra_class_is_the_schedulers_gpu() -> None:
     )
     assert decision.patched is not None
     assert IMPLICIT + "mig.nvidia.com" in _limits(decision.patched, "scheduler")
+
+
+def _verifier_env(doc: dict[str, Any]) -> dict[str, str]:
+    init = doc["spec"]["scheduler"]["spec"]["initContainers"]
+    [check] = [c for c in init if c["name"] == "gpu-parity-check"]
+    return {e["name"]: e.get("value", "") for e in check.get("env", [])}
+
+
+def _verifier_limits(doc: dict[str, Any]) -> dict[str, str]:
+    init = doc["spec"]["scheduler"]["spec"]["initContainers"]
+    [check] = [c for c in init if c["name"] == "gpu-parity-check"]
+    return dict(check["resources"]["limits"])
+
+
+def test_the_verifier_asks_for_the_schedulers_dra_class_and_expects_its_pinned_driver() -> None:
+    [doc] = items("daskcluster-shape-a.yaml")
+    decision = _mutate(doc, _watched("pure-dra.yaml", "deviceclass-pinned-580.yaml"))
+    assert decision.patched is not None
+    # The same extended resource as the scheduler: one device with PR #134882 (v1.36.3, measured)
+    limits = _verifier_limits(decision.patched)
+    assert limits[PINNED] == "1"
+    assert "nvidia.com/gpu" not in limits
+    # The class selects driverVersion 580.95.5: the probe expects it (either spelling matches)
+    assert _verifier_env(decision.patched)["GPU_PARITY_EXPECT_DRIVER"] == "580.95.5"
+
+
+def test_the_verifier_expects_no_driver_where_the_class_pins_none() -> None:
+    [doc] = items("daskcluster-shape-b.yaml")
+    decision = _mutate(doc, _watched("pure-dra.yaml"))
+    assert decision.patched is not None
+    assert "GPU_PARITY_EXPECT_DRIVER" not in _verifier_env(decision.patched)
