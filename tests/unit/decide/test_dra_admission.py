@@ -147,3 +147,56 @@ def test_the_verifier_expects_no_driver_where_the_class_pins_none() -> None:
     decision = _mutate(doc, _watched("pure-dra.yaml"))
     assert decision.patched is not None
     assert "GPU_PARITY_EXPECT_DRIVER" not in _verifier_env(decision.patched)
+
+
+SECOND = "is a second device, not the scheduler's"
+
+
+@pytest.mark.parametrize(
+    ("kube", "warned"),
+    [((1, 34), True), ((1, 35), False), ((1, 36), False), (None, False)],
+    ids=["1.34-no-reuse", "1.35", "1.36-measured", "unknown"],
+)
+def test_a_verifier_on_a_dra_class_is_a_second_device_before_kubernetes_1_35(
+    kube: tuple[int, int] | None, warned: bool
+) -> None:
+    [doc] = items("daskcluster-shape-b.yaml")
+    dra = _watched("pure-dra.yaml")
+    decision = decisions.mutate(
+        doc, Policy(), dra.index.snapshot(), classes=dra.index.classes, kube=kube
+    )
+    said = [w for w in decision.warnings if SECOND in w]
+    assert bool(said) is warned
+    if warned:
+        assert said == [
+            "dask-gpu-parity: on Kubernetes 1.34 the gpu-parity-check init container's "
+            "deviceclass.resource.kubernetes.io/gpu.nvidia.com is a second device, not the "
+            "scheduler's (kubernetes PR #134882 is in 1.35 and later): the Pod asks for two; "
+            "upgrade, or set spec.verifier.enabled: false in the DaskGPUPolicy"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("fleet", "warned"), [("pure-dra.yaml", True), ("mixed.yaml", True)], ids=["dra", "mixed"]
+)
+def test_nvidia_gpu_on_dra_nodes_is_dra_backed_on_kubernetes_1_34(fleet: str, warned: bool) -> None:
+    [doc] = items("daskcluster-shape-a.yaml")
+    dra = _watched(fleet)
+    decision = decisions.mutate(
+        doc, Policy(), dra.index.snapshot(), classes=dra.index.classes, kube=(1, 34)
+    )
+    assert any(SECOND in w for w in decision.warnings) is warned
+
+
+def test_nvidia_gpu_on_a_device_plugin_fleet_is_no_second_device() -> None:
+    [doc] = items("daskcluster-shape-a.yaml")
+    dra = _watched("migrating.yaml")  # GFD-labelled nodes serving nvidia.com/gpu by the plugin
+    plugin_only = DraNodes(NodeIndex())
+    for obj in items("migrating.yaml"):
+        if obj["kind"] == "Node":
+            plugin_only.node_upserted(obj, obj["metadata"]["name"])
+    plugin_only.classes_listed()
+    decision = decisions.mutate(
+        doc, Policy(), plugin_only.index.snapshot(), classes=dra.index.classes, kube=(1, 34)
+    )
+    assert not any(SECOND in w for w in decision.warnings)

@@ -62,6 +62,8 @@ async def _started(dra: bool) -> tuple[OperatorState, list[str]]:
                 return aiohttp.web.json_response({"kind": "Status", "code": 404}, status=404)
             names = ["deviceclasses", "resourceclaims", "resourceslices"]
             return aiohttp.web.json_response({"resources": [{"name": n} for n in names]})
+        if request.path == "/version":  # as v1.36.3's API server answers, less build fields
+            return aiohttp.web.json_response({"major": "1", "minor": "36", "gitVersion": "v1.36.3"})
         if request.query.get("watch") == "1":
             await asyncio.sleep(3600)
         items = lists.get(request.path)
@@ -94,6 +96,7 @@ def test_ready_with_dra_nodes_and_their_devices_where_dra_is_served(
         state, _ = asyncio.run(_started(dra=True))
     assert {i.resource.kind for i in state.informers} >= {"deviceclasses", "resourceslices"}
     assert all(i.synced.is_set() for i in state.informers)
+    assert state.kube == (1, 36)  # the verifier's DRA device is the scheduler's from 1.35 on
     inventory = state.inventory()
     assert inventory is not None
     assert [n.name for n in inventory.nodes] == ["dra-a100-0", "dra-gh200-0", "dra-h100-0"]
@@ -118,6 +121,7 @@ def test_starts_as_before_and_says_so_once_where_dra_is_not_served(
         "daskgpupolicies",
     }
     assert not any("resourceslices" in p or "deviceclasses" in p for p in asked)
+    assert state.kube is None  # not asked: no DRA, no question of DRA devices
     assert state.inventory() is None  # DRA nodes list no nvidia.com/gpu: none seen, as before
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("DRA:")]
     assert said == [

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dask_gpu_parity.admission.decide.configurations import validated_by_mutation
+from dask_gpu_parity.admission.decide.draversion import second_device
 from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.engine import evaluate, opted_out
 from dask_gpu_parity.core.findings import Finding, Severity
@@ -109,13 +110,16 @@ def mutate(
     *,
     namespace_skip: bool = False,
     classes: DeviceClasses | None = None,
+    kube: tuple[int, int] | None = None,
 ) -> Decision:
     """The mutating webhook's answer: the fixed object, its JSON Patch, one warning per change.
 
     ``audit`` mode never mutates. Where the object it lets through has a GPU on its scheduler
     and the verifier (:func:`validated_by_mutation`), the API server will not call the validating
     webhook (its ``not-verified`` match condition), so this answer includes validation's: a
-    denial in ``enforce``, the remaining findings as warnings otherwise.
+    denial in ``enforce``, the remaining findings as warnings otherwise. ``kube``, the API
+    server's (major, minor): before 1.35 a verifier on a DRA-backed GPU gets a warning
+    (:func:`~.draversion.second_device`).
     """
     skipped = _skip(resource, policy, namespace_skip)
     if skipped:
@@ -132,6 +136,9 @@ def mutate(
             findings=result.findings,
         )
     admitted = decision.patched if decision.patched is not None else resource
+    second = second_device(admitted, classes or NVIDIA_CLASSES, inventory, kube)
+    if second is not None:
+        decision = replace(decision, warnings=(*decision.warnings, second))
     if not validated_by_mutation(admitted):
         return decision  # the validating webhook is called and answers for the final object
     checked = validate(admitted, policy, inventory, classes=classes)

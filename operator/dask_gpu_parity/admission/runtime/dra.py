@@ -12,13 +12,22 @@ import logging
 from collections.abc import Callable
 
 from dask_gpu_parity.admission.decide.dranodes import DraNodes
+from dask_gpu_parity.admission.decide.draversion import minor_version
 from dask_gpu_parity.admission.decide.nodeindex import NodeChange
 from dask_gpu_parity.core.plain import as_map
 
 from .apiserver import ApiClient, ApiError, NotFound
 from .informer import Callbacks, Resource, Sink, object_key
 
-__all__ = ["DEVICE_CLASSES", "DRA_API", "NODES", "RESOURCE_SLICES", "dra_sinks", "serves_dra"]
+__all__ = [
+    "DEVICE_CLASSES",
+    "DRA_API",
+    "NODES",
+    "RESOURCE_SLICES",
+    "dra_sinks",
+    "server_version",
+    "serves_dra",
+]
 
 log = logging.getLogger("dask_gpu_parity")
 
@@ -94,3 +103,12 @@ async def serves_dra(api: ApiClient) -> bool:
             "GPU nodes are read from Nodes only"
         )
         return False
+
+
+async def server_version(api: ApiClient) -> tuple[int, int] | None:
+    """The API server's (major, minor) from ``/version``; ``None`` when it cannot be read."""
+    try:
+        return minor_version(await api.get("/version"))
+    except ApiError as exc:
+        log.warning(f"The API server's version could not be read: {exc}")
+        return None

@@ -155,7 +155,7 @@ class WebhookServer:
         classes = state.device_classes()
         if route.mutating:
             decision = decisions.mutate(
-                obj, policy, inventory, namespace_skip=skip, classes=classes
+                obj, policy, inventory, namespace_skip=skip, classes=classes, kube=state.kube
             )
         else:
             name = decisions.cluster_to_read(obj, policy, namespace_skip=skip, classes=classes)

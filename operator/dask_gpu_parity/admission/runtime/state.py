@@ -31,7 +31,15 @@ from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, S
 
 from . import metrics
 from .apiserver import ApiClient
-from .dra import DEVICE_CLASSES, DRA_API, NODES, RESOURCE_SLICES, dra_sinks, serves_dra
+from .dra import (
+    DEVICE_CLASSES,
+    DRA_API,
+    NODES,
+    RESOURCE_SLICES,
+    dra_sinks,
+    server_version,
+    serves_dra,
+)
 from .driftwatch import DriftWatch
 from .events import EventCounts
 from .informer import Callbacks, Informer, Resource, Sink, object_key
@@ -132,6 +140,7 @@ class OperatorState:
         self.started = time.monotonic() if started is None else started
         self.nodes = NodeIndex()
         self.dra: DraNodes | None = None  # set when the API server serves resource.k8s.io/v1
+        self.kube: tuple[int, int] | None = None  # the API server's (major, minor), once read
         self._namespaces = _Namespaces(self.namespace_changed)
         self._policies = _Policies(self.policies_changed)
         self.informers: list[Informer] = []
@@ -225,6 +234,8 @@ class OperatorState:
 
     async def _start(self, api: ApiClient) -> None:
         dra = await serves_dra(api)
+        if dra:
+            self.kube = await server_version(api)
         for resource, sink in self.sinks(dra=dra):
             self._inform(api, resource, sink)
         await self._become_ready()
