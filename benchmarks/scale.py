@@ -1,7 +1,8 @@
 """The operator at fleet scale: ready with a full inventory, first drift pass, memory, latency.
 
 Usage: python -m benchmarks.scale [--sizes 500/100/1000,2000/400/4000,5000/1000/10000]
-       [--modes no-drift,drift] [--profile DIR] [--operator-path DIR] [--write FILE]
+       [--modes no-drift,drift|none] [--dra SHARE] [--profile DIR] [--operator-path DIR]
+       [--write FILE]
 
 One proving ground (no dask operator) grows through the sizes, each GPU/CPU/CLUSTERS: GPU nodes
 in three driver classes (55 % 580.95.05 / CUDA 13.0, 35 % 570.172.08 / 12.8, 10 % 550.163.01 /
@@ -29,6 +30,12 @@ replica; ``drift``: the drift watch too), its webhooks applied before it starts
   in a namespace the webhooks skip, alternating;
 * /metrics: scraped without pause from its first answer to the end, while 50 GPU nodes are
   added and removed; every scrape that fails (not 200, not parseable) is counted.
+
+``--dra SHARE`` (0 to 1; default 0) puts that share of each driver class's GPU nodes on NVIDIA's
+DRA driver: no ``nvidia.com/gpu`` capacity, no GFD labels, their GPUs published as one
+ResourceSlice per node (``provingground.dra``; 1: a pure-DRA fleet, 0.5: a fleet half migrated).
+Set-up then also reports how long the slices took to create, their size as JSON, and etcd's
+database growth. ``--modes none`` builds the fleet and measures no operator.
 
 ``--profile DIR`` runs py-spy on the operator from start to the end of its first pass and writes
 the collapsed stacks and a summary of where the time went. ``--operator-path DIR`` runs the
@@ -73,6 +80,8 @@ from provingground import (
     create_nodes,
     install_crds,
 )
+from provingground.dra import publish_pools, resource_slice
+from provingground.kubeconfig import get
 from provingground.nodes import node_is_schedulable
 from provingground.parity import ParityOperator, example
 from provingground.pools import Pool, node_manifest
@@ -110,12 +119,12 @@ def parse_sizes(text: str) -> list[Size]:
     return sorted(sizes, key=lambda s: (s.gpu, s.clusters))
 
 
-def gpu_pools(size: Size) -> list[Pool]:
+def gpu_pools(size: Size, dra: float = 0.0) -> list[Pool]:
     counts = [size.gpu * share // 100 for _, share, _, _ in CLASSES]
     counts[0] += size.gpu - sum(counts)
     base = {"fleet-a100": "a100", "fleet-h100": "h100", "fleet-old": "a100"}
     return [
-        dataclasses.replace(POOLS[base[name]], name=name, size=n, driver=driver, cuda=cuda)
+        dataclasses.replace(POOLS[base[name]], name=name, size=n, driver=driver, cuda=cuda, dra=dra)
         for (name, _, driver, cuda), n in zip(CLASSES, counts, strict=True)
     ]
 
@@ -145,9 +154,79 @@ def start_ground(run_dir: Path) -> ControlPlane:
     return cp
 
 
-def grow_nodes(api: client.ApiClient, size: Size) -> float:
+def etcd_db_bytes(cp: ControlPlane) -> int:
+    """etcd's database size (``etcd_mvcc_db_total_size_in_bytes``)."""
+    text = get(f"http://127.0.0.1:{cp.ports.etcd}/metrics", timeout=10)[1].decode()
+    (line,) = [x for x in text.splitlines() if x.startswith("etcd_mvcc_db_total_size_in_bytes ")]
+    return int(float(line.split()[1]))
+
+
+def first_dra_pod_seconds(api: client.ApiClient) -> float:
+    """Seconds from creating a Pod with ``nvidia.com/gpu: 1`` to its binding to a DRA node.
+
+    The scheduler makes and allocates its claim before it binds; the Pod is deleted afterwards.
+    """
+    core = client.CoreV1Api(api)
+    body = {
+        "metadata": {"name": "dra-probe"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        },
+    }
     started = time.monotonic()
-    pools = [*gpu_pools(size), dataclasses.replace(POOLS["cpu"], name="fleet-cpu", size=size.cpu)]
+    core.create_namespaced_pod(BENCH_NS, body)  # type: ignore[arg-type]  # a plain dict body
+    try:
+        while time.monotonic() - started < 300:
+            pod = core.read_namespaced_pod("dra-probe", BENCH_NS)
+            if pod.spec and pod.spec.node_name:
+                return time.monotonic() - started
+            time.sleep(0.1)
+        return float("nan")
+    finally:
+        core.delete_namespaced_pod("dra-probe", BENCH_NS, grace_period_seconds=0)
+
+
+def grow_slices(cp: ControlPlane, api: client.ApiClient, size: Size, dra: float) -> str:
+    """Publish the DRA nodes' ResourceSlices; what it took, as a set-up line."""
+    pools = gpu_pools(size, dra)
+    wanted = [(p, i) for p in pools for i in range(p.size) if p.is_dra(i)]
+    if not wanted:
+        return ""
+    json_bytes = sum(len(json.dumps(resource_slice(p, i, "0" * 36))) for p, i in wanted)
+    db_before, rss_before = etcd_db_bytes(cp), cp.rss_bytes()
+    started = time.monotonic()
+    created = publish_pools(api, pools, concurrency=16)
+    seconds = time.monotonic() - started
+    db_after, rss_after = etcd_db_bytes(cp), cp.rss_bytes()
+    first = first_dra_pod_seconds(api) if dra == 1 else float("nan")
+
+    def rss(name: str) -> str:
+        before, after = rss_before.get(name, 0) / 2**20, rss_after.get(name, 0) / 2**20
+        return f"{name} RSS {before:.0f} -> {after:.0f} MiB"
+
+    return (
+        f"{created:,} ResourceSlices ({len(wanted):,} DRA nodes, "
+        f"{sum(p.gpus for p, _ in wanted):,} GPUs) created in {seconds:.0f} s "
+        f"({created / seconds:.0f}/s); {json_bytes / len(wanted) / 1024:.1f} KiB of JSON each, "
+        f"{json_bytes / 2**20:.1f} MiB in all; etcd database {db_before / 2**20:.0f} -> "
+        f"{db_after / 2**20:.0f} MiB; {rss('kube-apiserver')}, {rss('kube-scheduler')}; "
+        f"a Pod with nvidia.com/gpu: 1 scheduled {first:.1f} s after its creation"
+    )
+
+
+def grow_nodes(api: client.ApiClient, size: Size, dra: float = 0.0) -> float:
+    started = time.monotonic()
+    pools = [
+        *gpu_pools(size, dra),
+        dataclasses.replace(POOLS["cpu"], name="fleet-cpu", size=size.cpu),
+    ]
     manifests = [node_manifest(pool, i) for pool in pools for i in range(pool.size)]
     created = create_nodes(api, manifests, concurrency=16)
     print(f"  created {created} nodes in {time.monotonic() - started:.0f}s", flush=True)
@@ -582,6 +661,12 @@ def main(argv: list[str] | None = None) -> int:
         default="no-drift,drift",
         help="no-drift, drift, and before (drift, from the checkout given by --before)",
     )
+    parser.add_argument(
+        "--dra",
+        type=float,
+        default=0.0,
+        help="share of the GPU nodes on NVIDIA's DRA driver (ResourceSlices), 0 to 1",
+    )
     parser.add_argument("--before", help="a checkout of an earlier commit, for mode 'before'")
     parser.add_argument("--before-timeout", type=float, default=300)
     parser.add_argument("--creates", type=int, default=100)
@@ -608,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for size in args.sizes:
             print(f"\n== {size}", flush=True)
-            nodes_s = grow_nodes(api, size)
+            nodes_s = grow_nodes(api, size, args.dra)
             clusters_s = grow_clusters(cp, size)
             ready, total, waited = wait_schedulable(api, args.ready_timeout)
             setup.append(
@@ -616,7 +701,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{ready:,}/{total:,} nodes schedulable {waited:.0f} s later"
             )
             print(f"  {setup[-1]}", flush=True)
-            for mode in args.modes.split(","):
+            if slices := grow_slices(cp, api, size, args.dra):
+                setup.append(f"{size}: {slices}")
+                print(f"  {setup[-1]}", flush=True)
+            for mode in [m for m in args.modes.split(",") if m != "none"]:
                 run = measure(cp, api, size, mode, args)
                 runs.append(run)
                 print(table([run]).splitlines()[-1], run.early_answers, run.notes, flush=True)
@@ -628,7 +716,9 @@ def main(argv: list[str] | None = None) -> int:
         [
             f"Measured {when} on the 2-core machine (shared; load average {os.getloadavg()[0]:.1f} "
             "at the end): `python benchmarks/scale.py --sizes "
-            f"{','.join(f'{s.gpu}/{s.cpu}/{s.clusters}' for s in args.sizes)}`"
+            f"{','.join(f'{s.gpu}/{s.cpu}/{s.clusters}' for s in args.sizes)}"
+            + (f" --dra {args.dra:g}" if args.dra else "")
+            + "`"
             + (f" (operator from `{args.operator_path}`)" if args.operator_path else "")
             + ".",
             "",

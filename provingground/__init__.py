@@ -17,10 +17,11 @@ from .dask_operator import DaskOperator, crd_paths, install_crds
 from .ground import ProvingGround
 from .nodes import api_client, create_nodes, wait_nodes_ready
 from .placement import PodPlacement, format_table, placements, wait_for_placements
-from .pools import POOL_LABEL, POOLS, Pool, inventory_yaml, node_manifests, pools
+from .pools import FLEETS, POOL_LABEL, POOLS, Pool, inventory_yaml, node_manifests, pools
 from .process import ComponentError
 
 __all__ = [
+    "FLEETS",
     "K8S_VERSION",
     "POOLS",
     "POOL_LABEL",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .apiserver import SERVICE_CIDR, apiserver_args
+from .apiserver import FEATURE_GATES, SERVICE_CIDR, apiserver_args
 from .binaries import Binaries, find_binaries
 from .kubeconfig import get, write_kubeconfig
 from .pki import CertificateAuthority, write_key
@@ -293,6 +293,7 @@ class ControlPlane:
             f"--authorization-kubeconfig={kc}",
             "--bind-address=127.0.0.1",
             "--leader-elect=false",
+            f"--feature-gates={FEATURE_GATES}",
         ]
         kcm = self._spawn(
             "kube-controller-manager",

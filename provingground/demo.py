@@ -30,6 +30,7 @@ from .install_demo import install_hooks
 from .manifests import gpu_dask_cluster, load_gpu_examples, worker_replicas
 from .parity import ParityOperator
 from .placement import PodPlacement, format_table, placements, wait_for_placements
+from .pools import FLEETS
 from .process import ComponentError
 from .realnode import built_images, real_node_ground
 
@@ -152,7 +153,7 @@ def run(
     t0 = time.monotonic()
     failures = 0
     if installed:
-        ground = real_node_ground(run_dir, find_binaries(), built_images())
+        ground = real_node_ground(run_dir, find_binaries(), built_images(), sizes=sizes)
     else:
         ground = ProvingGround(run_dir, sizes=sizes)
     with ground:
@@ -265,6 +266,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--baseline", action="store_true", help="only the dask operator: the problem, not the fix"
     )
     parser.add_argument("--host-operators", action="store_true", help="kwok only, no helm")
+    parser.add_argument(
+        "--fleet",
+        choices=sorted(FLEETS),
+        default="device-plugin",
+        help="node pools: device plugin only (default), pure-dra, mixed, migrating "
+        "(docs/proving-ground.md)",
+    )
     args = parser.parse_args(argv)
     try:
         find_binaries()
@@ -276,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout=args.timeout,
             hooks=hooks,
             installed=bool(hooks),
+            sizes=FLEETS[args.fleet],
         )
     except (
         BinariesMissingError,

@@ -11,6 +11,7 @@ from kubernetes import client
 from .binaries import Binaries
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
+from .dra import publish
 from .node import NodeBinaries, RealNode, find_node_binaries
 from .node.host import node_ip
 from .node.join import join
@@ -30,6 +31,9 @@ class ProvingGround:
     kube-proxy, CoreDNS; ``make node`` builds it) to the same API server, once the kwok nodes
     are Ready, with the test image and ``node_images`` (OCI archives) imported; it raises
     ``NodeBinariesMissingError`` at construction when the binaries are not built.
+
+    ``sizes`` may name DRA pools (e.g. ``pools.FLEETS["mixed"]``): NVIDIA's DeviceClasses and
+    each DRA node's ResourceSlice are then published once the nodes are Ready.
     """
 
     def __init__(
@@ -66,6 +70,9 @@ class ProvingGround:
             create_nodes(self.api, node_manifests(self.sizes))
             wait_nodes_ready(self.api, expected)
             self.timings["nodes ready"] = time.monotonic() - t0
+            if any(p.dra for p in pools(self.sizes)):
+                publish(self.api, self.sizes)
+                self.timings["resource slices published"] = time.monotonic() - t0
             if self.node_binaries is not None:
                 images = [self.node_binaries.test_image, *self.node_images]
                 self.real_node = join(cp, self.node_binaries, images=images).start()

@@ -5,6 +5,12 @@ put on real nodes (the label catalogue of NVIDIA/k8s-device-plugin ``internal/lm
 sets in ``tests/fixtures/inventories``), ``nvidia.com/gpu`` (or MIG)
 capacity, the ``nvidia.com/gpu=present:NoSchedule`` taint of GPU pools, and
 ``dask-gpu-parity.test/pool: <pool>`` so tables can show which pool a Pod landed in.
+
+A pool's ``dra`` share of nodes has NVIDIA's DRA driver instead of the device plugin (the GPU
+Operator's DRA mode): no ``nvidia.com/gpu`` capacity, no GFD labels (it runs no GFD), the
+operator's ``nvidia.com/gpu.present`` and ``nvidia.com/gpu.deploy.dra-driver`` labels; their GPUs
+are published as ResourceSlices (``provingground.dra``). ``FLEETS`` names the pool sizes of the
+three DRA fleet kinds beside the default (device plugin only) fleet.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import yaml
 
 __all__ = [
     "DEFAULT_SIZES",
+    "FLEETS",
     "GPU_TAINT",
     "POOLS",
     "POOL_LABEL",
@@ -65,6 +72,8 @@ class Pool:
     machine: str = ""
     mig_capable: bool = False
     mig: tuple[MigProfile, ...] = field(default_factory=tuple)
+    product_name: str = ""  # as NVML names it (DRA's productName), e.g. "Tesla T4"
+    dra: float = 0.0  # share of nodes on the DRA driver: 0 device plugin, 1 all, between: migrating
 
     @property
     def has_gpu(self) -> bool:
@@ -74,6 +83,10 @@ class Pool:
     def node_name(self, index: int) -> str:
         """Name of node ``index`` of this pool."""
         return f"{self.name}-{index:04d}"
+
+    def is_dra(self, index: int) -> bool:
+        """Whether node ``index`` runs the DRA driver (the first ``dra`` share of the nodes)."""
+        return self.has_gpu and index < round(self.size * self.dra)
 
 
 _A100_MIG = (
@@ -99,6 +112,7 @@ POOLS: dict[str, Pool] = {
             memory="30Gi",
             instance_type="n1-standard-8-t4",
             product="Tesla-T4",
+            product_name="Tesla T4",
             gpus=1,
             gpu_memory_mib=15360,
             family="turing",
@@ -114,6 +128,7 @@ POOLS: dict[str, Pool] = {
             memory="1360Gi",
             instance_type="a2-ultragpu-8g",
             product="NVIDIA-A100-SXM4-80GB",
+            product_name="NVIDIA A100-SXM4-80GB",
             gpus=8,
             gpu_memory_mib=81920,
             family="ampere",
@@ -130,6 +145,7 @@ POOLS: dict[str, Pool] = {
             memory="1872Gi",
             instance_type="a3-highgpu-8g",
             product="NVIDIA-H100-80GB-HBM3",
+            product_name="NVIDIA H100 80GB HBM3",
             gpus=8,
             gpu_memory_mib=81559,
             family="hopper",
@@ -147,6 +163,7 @@ POOLS: dict[str, Pool] = {
             memory="1360Gi",
             instance_type="a2-ultragpu-8g",
             product="NVIDIA-A100-SXM4-80GB",
+            product_name="NVIDIA A100-SXM4-80GB",
             gpus=2,
             gpu_memory_mib=81920,
             family="ampere",
@@ -159,11 +176,33 @@ POOLS: dict[str, Pool] = {
         ),
     )
 }
-DEFAULT_SIZES: dict[str, int] = {name: p.size for name, p in POOLS.items()}
+# DRA pools (off the default fleet). h100-dra's driver is on no device-plugin pool.
+POOLS |= {
+    p.name: p
+    for p in (
+        replace(POOLS["t4"], name="t4-dra", size=1, dra=1.0),
+        replace(POOLS["a100"], name="a100-dra", dra=1.0),
+        replace(POOLS["h100"], name="h100-dra", dra=1.0, driver="575.57.08", cuda="12.9"),
+        replace(POOLS["a100-mig"], name="a100-mig-dra", dra=1.0),
+        # Moving from the device plugin to DRA: half of its nodes already switched.
+        replace(POOLS["a100"], name="a100-migrating", size=4, dra=0.5),
+    )
+}
+DEFAULT_SIZES: dict[str, int] = {name: p.size for name, p in POOLS.items() if not p.dra}
+_DRA_ONLY = {"cpu": 2, "t4-dra": 1, "a100-dra": 2, "h100-dra": 2, "a100-mig-dra": 1}
+FLEETS: dict[str, dict[str, int]] = {  # fleet kind -> every pool's size (0: not in it)
+    "device-plugin": {**dict.fromkeys(POOLS, 0), **DEFAULT_SIZES},
+    "pure-dra": {**dict.fromkeys(POOLS, 0), **_DRA_ONLY},
+    "mixed": {**dict.fromkeys(POOLS, 0), **DEFAULT_SIZES, **_DRA_ONLY},
+    "migrating": {**dict.fromkeys(POOLS, 0), "cpu": 2, "t4": 2, "a100-migrating": 4},
+}
 
 
 def pools(sizes: Mapping[str, int] | None = None) -> list[Pool]:
-    """The pools with sizes overridden by ``sizes`` (pool name -> node count; 0 drops it)."""
+    """The pools with sizes overridden by ``sizes`` (pool name -> node count; 0 drops it).
+
+    Without ``sizes``: the default fleet, device plugin only (``FLEETS["device-plugin"]``).
+    """
     sizes = {**DEFAULT_SIZES, **(sizes or {})}
     unknown = set(sizes) - set(POOLS)
     if unknown:
@@ -222,8 +261,15 @@ def _gfd_labels(pool: Pool) -> dict[str, str]:
     return labels
 
 
-def _resources(pool: Pool) -> dict[str, str]:
+# What the GPU Operator labels a node with in DRA mode (``GPUCluster``): GPUs present (its
+# NFD-based detection), and the deploy label its DRA kubelet plugin's DaemonSet selects on.
+DRA_NODE_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.dra-driver": "true"}
+
+
+def _resources(pool: Pool, dra: bool = False) -> dict[str, str]:
     res = {"cpu": pool.cpu, "memory": pool.memory, "pods": "110", "ephemeral-storage": "500Gi"}
+    if dra:  # KEP-5004: node capacity lists only device-plugin extended resources
+        return res
     if pool.has_gpu:
         res["nvidia.com/gpu"] = str(pool.gpus)
     for prof in pool.mig:
@@ -241,9 +287,9 @@ def node_manifest(pool: Pool, index: int) -> dict[str, Any]:
         "node.kubernetes.io/instance-type": pool.instance_type,
         "type": "kwok",
         POOL_LABEL: pool.name,
-        **_gfd_labels(pool),
+        **(DRA_NODE_LABELS if pool.is_dra(index) else _gfd_labels(pool)),
     }
-    resources = _resources(pool)
+    resources = _resources(pool, pool.is_dra(index))
     return {
         "apiVersion": "v1",
         "kind": "Node",

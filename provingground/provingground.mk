@@ -7,6 +7,8 @@ K8S_VERSION := $(shell sed -n 's/^K8S_VERSION=//p' $(PG_DIR)/tools/versions.env)
 DGP_CACHE ?= $(HOME)/.cache/dask-gpu-parity
 DGP_BIN ?= $(DGP_CACHE)/bin/$(K8S_VERSION)
 export DGP_BIN
+# Node pools of proving-ground, ground and demo: device-plugin (default), pure-dra, mixed, migrating.
+FLEET ?= device-plugin
 
 .PHONY: controlplane
 controlplane: ## Build (cold ~30 min) or reuse (seconds) etcd, kube-*, kubectl, kwok, helm
@@ -26,7 +28,7 @@ e2e: $(STAMP) controlplane node images ## e2e tests (tests/e2e/install: helm ins
 
 .PHONY: demo
 demo: $(STAMP) controlplane node images ## helm install of both operators on the real node + examples/: where Pods land
-	$(BIN)/python -m provingground.demo
+	$(BIN)/python -m provingground.demo --fleet $(FLEET)
 
 .PHONY: peer-suite
 peer-suite: $(STAMP) controlplane node images ## dask-kubernetes' own operator tests on the ground, without and with our chart
@@ -37,8 +39,8 @@ demo-down: ## Stop anything an interrupted `make demo` left running
 	@$(BIN)/python -m provingground.down .run/demo .run/proving-ground
 
 .PHONY: proving-ground
-proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up until Ctrl-C
-	$(BIN)/python -m provingground.up
+proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up until Ctrl-C (FLEET=mixed: DRA pools too)
+	$(BIN)/python -m provingground.up --fleet $(FLEET)
 
 .PHONY: node
 node: $(STAMP) ## Build or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS); apt-installs libseccomp-dev iptables nftables iproute2 if missing
@@ -48,8 +50,8 @@ node: $(STAMP) ## Build or reuse the real node (kubelet, containerd, kube-proxy,
 	  $(PG_DIR)/node/build.sh --node "$$d"
 
 .PHONY: ground
-ground: $(STAMP) controlplane node ## The proving ground with the real node joined, until Ctrl-C
-	$(BIN)/python -m provingground.up --real-node
+ground: $(STAMP) controlplane node ## The proving ground with the real node joined, until Ctrl-C (FLEET=mixed: DRA pools too)
+	$(BIN)/python -m provingground.up --real-node --fleet $(FLEET)
 
 .PHONY: gpunode
 gpunode: $(STAMP) ## Build the one-node GPU cluster (binaries, xz bundle, PKI, images, manifests) into .gpunode/

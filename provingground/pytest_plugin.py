@@ -24,11 +24,13 @@ from kubernetes import client
 from .binaries import Binaries, BinariesMissingError, StaleCacheError, find_binaries
 from .cluster import ControlPlane
 from .dask_operator import DaskOperator, install_crds
+from .dra import DRA_POOL_SIZES, delete_dra_objects, publish
+from .ground import ProvingGround
 from .node import NodeBinariesMissingError, RealNode, find_node_binaries
 from .node.host import LOCK_FILE, lock_holder, reachable_address
 from .node.join import join
-from .nodes import api_client, create_nodes, wait_nodes_ready
-from .pools import node_manifests, pools
+from .nodes import api_client, create_nodes, delete_nodes, wait_nodes_ready
+from .pools import FLEETS, POOL_LABEL, node_manifests, pools
 from .process import Tool, log_tail
 
 
@@ -130,6 +132,52 @@ def node_pools(cluster: E2ECluster) -> dict[str, int]:
             pytest.skip(f"Simulated nodes need kwok on this cluster: {exc}")
         raise
     return sizes
+
+
+@pytest.fixture(scope="module")
+def dra_pools(cluster: E2ECluster, node_pools: dict[str, int]) -> Iterator[dict[str, int]]:
+    """The DRA pools (``provingground.dra.DRA_POOL_SIZES``) beside the default ones, Ready.
+
+    NVIDIA's DeviceClasses and each DRA node's ResourceSlice are created. With ``node_pools``
+    this is the "mixed" fleet; the pools ``t4-dra``, ``a100-dra``, ``h100-dra``, ``a100-mig-dra``
+    alone are
+    "pure-dra", ``a100-migrating`` is "migrating" (``pools.FLEETS``). Yields pool -> size, and
+    deletes those nodes and slices after the module, so that other modules see the default
+    fleet only; the DeviceClasses stay.
+    """
+    selector = f"{POOL_LABEL} in ({','.join(sorted(DRA_POOL_SIZES))})"
+    sizes = {**dict.fromkeys(node_pools, 0), **DRA_POOL_SIZES}
+    create_nodes(cluster.api, node_manifests(sizes))
+    try:
+        wait_nodes_ready(cluster.api, sum(DRA_POOL_SIZES.values()), selector, timeout=90)
+        publish(cluster.api, sizes)
+        yield dict(DRA_POOL_SIZES)
+    finally:
+        delete_nodes(cluster.api, selector)
+        delete_dra_objects(cluster.api, selector)
+
+
+@pytest.fixture(scope="module")
+def fleet_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[E2ECluster]:
+    """A proving ground of its own whose nodes are one fleet kind (``pools.FLEETS``), Ready.
+
+    For a fleet the shared ``cluster`` cannot be, e.g. one with no device-plugin GPU node:
+    ``@pytest.mark.parametrize("fleet_cluster", ["pure-dra"], indirect=True)`` (default
+    ``mixed``). DRA nodes' slices and NVIDIA's DeviceClasses are published; no dask operator.
+    Started per module (a few seconds), stopped after it.
+    """
+    kind = getattr(request, "param", "mixed")
+    if kind not in FLEETS:
+        pytest.fail(f"Unknown fleet kind {kind!r}; known: {sorted(FLEETS)}", pytrace=False)
+    bins = _binaries_or_skip()
+    run_dir = tmp_path_factory.mktemp(f"fleet-{kind}")
+    with ProvingGround(run_dir, sizes=FLEETS[kind], dask_operator=False, binaries=bins) as ground:
+        cp = ground.control_plane
+        api = api_client(cp.kubeconfig)
+        yield E2ECluster(cp.kubeconfig, str(bins.kubectl), api, cp.logs, cp)
+        api.close()
 
 
 @pytest.fixture(scope="session")

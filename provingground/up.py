@@ -12,6 +12,7 @@ from pathlib import Path
 from .binaries import BinariesMissingError, StaleCacheError
 from .ground import ProvingGround
 from .node import NodeBinariesMissingError
+from .pools import FLEETS
 from .process import ComponentError
 
 __all__ = ["main"]
@@ -29,12 +30,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also join a real node (kubelet, containerd; `make node` builds it)",
     )
+    parser.add_argument(
+        "--fleet",
+        choices=sorted(FLEETS),
+        default="device-plugin",
+        help="node pools: device plugin only (default), pure-dra, mixed (device-plugin and DRA "
+        "pools side by side), migrating (a pool half moved to DRA); docs/proving-ground.md",
+    )
     args = parser.parse_args(argv)
     if args.run_dir.exists():
         shutil.rmtree(args.run_dir)
     try:
         ground = ProvingGround(
-            args.run_dir, dask_operator=not args.no_dask_operator, real_node=args.real_node
+            args.run_dir,
+            sizes=FLEETS[args.fleet],
+            dask_operator=not args.no_dask_operator,
+            real_node=args.real_node,
         ).start()
     except (
         BinariesMissingError,
@@ -50,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Ready in {ground.timings}. In another shell:")
     print(f"  export KUBECONFIG={cp.kubeconfig}")
     print(f"  {cp.binaries.kubectl} get nodes -L nvidia.com/gpu.product")
+    if args.fleet != "device-plugin":
+        print(f"  {cp.binaries.kubectl} get deviceclasses,resourceslices")
     if ground.real_node is not None:
         print(f"  real node {ground.real_node.name}: logs in {ground.real_node.logs}")
     print(f"Logs: {cp.logs}. Ctrl-C stops everything.", flush=True)

@@ -411,8 +411,10 @@ def test_the_strategies_generate_gpu_and_cpu_resources() -> None:
         seen["gpu" if _is_gpu(doc) else "cpu"] += 1
 
     sample()
-    assert seen["gpu"] > 30
-    assert seen["cpu"] > 30
+    # A strategy that stopped producing one kind gives 0 of it; about a tenth of the sample is
+    # GPU clusters, and the exact count moves with hypothesis' profile, so the floor stays low.
+    assert seen["gpu"] >= 10
+    assert seen["cpu"] >= 10
 
 
 @pytest.mark.parametrize("kind", sorted(REAL_SCHEMAS))
