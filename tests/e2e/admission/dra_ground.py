@@ -158,3 +158,40 @@ def events(cluster: E2ECluster, ns: str, reason: str, cluster_name: str) -> list
 def dask_labels(cluster_name: str, component: str) -> dict[str, str]:
     """The labels the dask operator puts on a cluster's pods."""
     return {"dask.org/cluster-name": cluster_name, "dask.org/component": component}
+
+
+def pod_spec_pod(
+    cluster: E2ECluster, ns: str, name: str, spec: dict[str, Any], limits_: dict[str, str]
+) -> str:
+    """A Pod with a DaskCluster side's node affinity and tolerations; the node it runs on."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "main", "image": "busybox", "resources": {"limits": limits_}}],
+            "tolerations": spec.get("tolerations", TOLERATE_GPU),
+            **({"affinity": spec["affinity"]} if "affinity" in spec else {}),
+            **({"nodeSelector": spec["nodeSelector"]} if "nodeSelector" in spec else {}),
+        },
+    }
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(pod))
+    core = client.CoreV1Api(cluster.api)
+
+    def running() -> str:
+        found = core.read_namespaced_pod(name, ns)
+        assert found.status.phase == "Running", found.status.phase
+        return str(found.spec.node_name)
+
+    return eventually(running, timeout=120, what=f"pod {ns}/{name} running")
+
+
+def upgrade_slice(cluster: E2ECluster, node: str, driver: str, cuda: str) -> None:
+    """The node's DRA driver now reports ``driver`` / ``cuda`` (a new pool generation)."""
+    listed = json.loads(cluster.kubectl("get", "resourceslices", "-o", "json").stdout)["items"]
+    [found] = [s for s in listed if s["spec"].get("nodeName") == node]
+    found["spec"]["pool"]["generation"] += 1
+    for device in found["spec"]["devices"]:
+        device["attributes"]["driverVersion"] = {"version": driver}
+        device["attributes"]["cudaDriverVersion"] = {"version": cuda}
+    cluster.kubectl("replace", "-f", "-", input=json.dumps(found))
