@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +24,8 @@ from dask_gpu_parity.admission.decide.dranodes import DraNodes
 from dask_gpu_parity.admission.decide.nodeindex import NodeChange, NodeIndex
 from dask_gpu_parity.core.deviceclasses import DeviceClasses
 from dask_gpu_parity.core.inventory import GpuNode, Inventory
-from dask_gpu_parity.core.plain import as_map
-from dask_gpu_parity.core.policy import Policy, PolicyError, select
-from dask_gpu_parity.core.policy_manifest import load
-from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, SKIP_ANNOTATION
+from dask_gpu_parity.core.policy import Policy, select
+from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION
 
 from . import metrics
 from .apiserver import ApiClient
@@ -43,6 +41,7 @@ from .dra import (
 from .driftwatch import DriftWatch
 from .events import EventCounts
 from .informer import Callbacks, Informer, Resource, Sink, object_key
+from .stores import Namespaces, Policies
 
 __all__ = [
     "DEVICE_CLASSES",
@@ -77,61 +76,6 @@ class Options:
     drift: bool = True
 
 
-class _Namespaces:
-    """Labels of every namespace, and whether it opted out; ``changed`` is told which changed."""
-
-    def __init__(self, changed: Callable[[str], None]) -> None:
-        self.changed = changed
-        self.items: dict[str, tuple[dict[str, str], bool]] = {}
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        meta = as_map(obj.get("metadata"))
-        labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
-        flag = as_map(meta.get("annotations")).get(SKIP_ANNOTATION, labels.get(SKIP_ANNOTATION))
-        entry = (labels, str(flag).lower() == "true")
-        name = str(meta.get("name", ""))
-        if self.items.get(name) != entry:
-            self.items[name] = entry
-            self.changed(name)
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        if self.items.pop(key, None) is not None:
-            self.changed(key)
-
-    def listed(self) -> None:
-        pass
-
-
-class _Policies:
-    """Valid DaskGPUPolicies by name; an invalid one is logged and ignored."""
-
-    def __init__(self, changed: Callable[[], None]) -> None:
-        self.changed = changed
-        self.items: dict[str, Policy] = {}
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        name = object_key(obj)
-        try:
-            policy: Policy | None = load(dict(obj))
-        except PolicyError as exc:
-            log.error(f"DaskGPUPolicy {name} is invalid and ignored: {exc}")
-            policy = None
-        if self.items.get(name) == policy:
-            return
-        if policy is None:
-            del self.items[name]
-        else:
-            self.items[name] = policy
-        self.changed()
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        if self.items.pop(key, None) is not None:
-            self.changed()
-
-    def listed(self) -> None:
-        pass
-
-
 class OperatorState:
     """What one operator process holds while it runs."""
 
@@ -141,8 +85,8 @@ class OperatorState:
         self.nodes = NodeIndex()
         self.dra: DraNodes | None = None  # set when the API server serves resource.k8s.io/v1
         self.kube: tuple[int, int] | None = None  # the API server's (major, minor), once read
-        self._namespaces = _Namespaces(self.namespace_changed)
-        self._policies = _Policies(self.policies_changed)
+        self._namespaces = Namespaces(self.namespace_changed)
+        self._policies = Policies(self.policies_changed)
         self.informers: list[Informer] = []
         self.ready = asyncio.Event()
         self.ready_at: float | None = None  # seconds after ``started``
