@@ -2,9 +2,11 @@
 
 Usage, from the repository root:
     python -m benchmarks.check_throughput [--documents 10000] [--repeat 5] [--kubeconform BIN]
+        [--json FILE]
 
 Writes the corpus (one multi-document file, a realistic mix: GPU over TCP and UCX, CPU-only) to a
-temporary folder, then times, side by side in one process and alternating:
+temporary folder, then times, side by side in one process, in interleaved rounds (every stage once
+a round; each round starts one stage later than the last):
 
 * ``pyyaml``: reading the YAML with PyYAML's libyaml loader alone (what reading cost before the
   fast path, and the floor of any checker built on PyYAML);
@@ -19,10 +21,13 @@ temporary folder, then times, side by side in one process and alternating:
   goroutine with ``GOMAXPROCS=1``: schema validation alone, no policy, no line lookup. Run when
   ``--kubeconform`` or ``$KUBECONFORM`` names the binary (``make bench`` builds a pinned one).
 
-Reports, per stage, the medians of the repeats in wall-clock and in CPU time (this process's, or
+Reports, per stage, the median of the rounds in wall-clock and in CPU time (this process's, or
 the child's for the last two; the machine is shared: CPU time is what one dedicated core would
-take), documents per second by each, how many documents took the fast path, and the peak RSS.
-Pinned to one core where the OS allows it; the children inherit the pinning.
+take) with the CPU time's spread (fastest and slowest round), documents per second by each, how
+many documents took the fast path, and the peak RSS; with kubeconform, ``check-cli``'s documents
+per CPU-second over kubeconform's, round by round (median and range: one round's ratio is not a
+result). ``--json`` also writes every figure and every round to a file. Pinned to one core where
+the OS allows it; the children inherit the pinning.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -136,16 +142,70 @@ def run_once(path: Path, stage: str) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def measure(
+    path: Path, stages: tuple[str, ...], rounds: int, *, count: int, binary: str, location: str
+) -> list[dict[str, tuple[float, float]]]:
+    """``rounds`` rounds of every stage, interleaved, each round starting one stage later.
+
+    Rotating the order spreads what the machine's other work does over all stages alike.
+    """
+    results = []
+    for index in range(rounds):
+        shift = index % len(stages)
+        order = stages[shift:] + stages[:shift]
+        times: dict[str, tuple[float, float]] = {}
+        for stage in order:
+            if stage == "kubeconform":
+                times[stage] = run_kubeconform(binary, location, path, count)
+            elif stage == "check-cli":
+                times[stage] = run_cli(path, count)
+            else:
+                times[stage] = run_once(path, stage)
+        results.append(times)
+    return results
+
+
+def summarise(
+    rounds: list[dict[str, tuple[float, float]]], count: int
+) -> dict[str, dict[str, float]]:
+    """Per stage: the median and the spread of the rounds, in seconds and in documents/s."""
+    out: dict[str, dict[str, float]] = {}
+    for stage in rounds[0]:
+        wall = [r[stage][0] for r in rounds]
+        cpu = [r[stage][1] for r in rounds]
+        out[stage] = {
+            "wall_s_median": statistics.median(wall),
+            "cpu_s_median": statistics.median(cpu),
+            "cpu_s_min": min(cpu),
+            "cpu_s_max": max(cpu),
+            "docs_per_wall_s": count / statistics.median(wall),
+            "docs_per_cpu_s": count / statistics.median(cpu),
+        }
+    return out
+
+
+def versus(rounds: list[dict[str, tuple[float, float]]], baseline: str) -> dict[str, float]:
+    """``check-cli``'s documents per CPU-second over ``baseline``'s, round by round."""
+    ratios = [r[baseline][1] / r["check-cli"][1] for r in rounds]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+
+
 def main_(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Write the corpus, time every stage in interleaved rounds, print (and save) the figures."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--documents", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument(
         "--kubeconform",
-        default=os.environ.get("KUBECONFORM"),
+        default=os.environ.get("KUBECONFORM") or None,
         help="kubeconform binary to time beside check (default: $KUBECONFORM; skipped if unset)",
     )
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.documents < 1 or args.repeat < 1:
+        parser.error("--documents and --repeat take a whole number from 1")
+    if args.kubeconform and not os.access(args.kubeconform, os.X_OK):
+        parser.error(f"--kubeconform {args.kubeconform}: no such executable")
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     load = os.getloadavg()
@@ -154,44 +214,59 @@ def main_(argv: list[str] | None = None) -> int:
         path.write_text(corpus(args.documents))
         size = path.stat().st_size
         pieces = yaml11.split(path.read_text()) or []
-        fast = sum(piece.fast for piece in pieces)
         stages: tuple[str, ...] = ("pyyaml", "parse", "check", "check-cli")
         location = ""
         if args.kubeconform:
             stages += ("kubeconform",)
             location = kubeconform_schemas(Path(tmp) / "schemas")
-        times: dict[str, list[tuple[float, float]]] = {stage: [] for stage in stages}
         run_once(path, "check")  # warm-up: imports, schema load
-        for _ in range(args.repeat):
-            for stage in stages:
-                if stage == "kubeconform":
-                    times[stage].append(
-                        run_kubeconform(args.kubeconform, location, path, args.documents)
-                    )
-                elif stage == "check-cli":
-                    times[stage].append(run_cli(path, args.documents))
-                else:
-                    times[stage].append(run_once(path, stage))
-    wall = {s: statistics.median(t[0] for t in times[s]) for s in stages}
-    cpu = {s: statistics.median(t[1] for t in times[s]) for s in stages}
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"corpus: {args.documents} DaskCluster documents, {size / 2**20:.1f} MiB, one core")
-    print(f"fast path: {fast} of {len(pieces)} documents")
-    print(f"load average before: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
-    print(f"{'stage':<12}{'wall s':>8}{'docs/s':>9}{'cpu s':>8}{'docs/s':>9}   wall runs")
-    for stage in stages:
-        runs = " ".join(f"{t[0]:.2f}" for t in times[stage])
-        n = args.documents
-        print(
-            f"{stage:<12}{wall[stage]:>8.2f}{n / wall[stage]:>9.0f}"
-            f"{cpu[stage]:>8.2f}{n / cpu[stage]:>9.0f}   {runs}"
+        rounds = measure(
+            path,
+            stages,
+            args.repeat,
+            count=args.documents,
+            binary=args.kubeconform or "",
+            location=location,
         )
-    print(f"check/parse ratio (cpu): {cpu['check'] / cpu['parse']:.2f}")
-    if "kubeconform" in cpu:
-        ratio = cpu["check-cli"] / cpu["kubeconform"]
-        print(f"check-cli/kubeconform ratio (cpu, both fresh processes): {ratio:.2f}")
-    print(f"peak RSS: {peak:.0f} MiB")
+    result: dict[str, Any] = {
+        "documents": args.documents,
+        "corpus_bytes": size,
+        "fast_path": sum(piece.fast for piece in pieces),
+        "rounds": args.repeat,
+        "load_average": [load[0], os.getloadavg()[0]],
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "stages": summarise(rounds, args.documents),
+        "runs": [{s: {"wall_s": t[0], "cpu_s": t[1]} for s, t in r.items()} for r in rounds],
+    }
+    if args.kubeconform:
+        result["check_cli_vs_kubeconform"] = versus(rounds, "kubeconform")
+    report(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
+
+
+def report(result: dict[str, Any]) -> None:
+    """The figures as a table: medians of the rounds, the CPU spread beside them."""
+    n = result["documents"]
+    print(f"corpus: {n} DaskCluster documents, {result['corpus_bytes'] / 2**20:.1f} MiB, one core")
+    print(f"fast path: {result['fast_path']} of {n} documents; {result['rounds']} rounds")
+    load = result["load_average"]
+    print(f"load average before: {load[0]:.2f}, after: {load[1]:.2f}")
+    print(f"{'stage':<12}{'wall s':>8}{'docs/s':>9}{'cpu s':>8}{'docs/s':>9}   cpu s min-max")
+    for stage, s in result["stages"].items():
+        print(
+            f"{stage:<12}{s['wall_s_median']:>8.2f}{s['docs_per_wall_s']:>9.0f}"
+            f"{s['cpu_s_median']:>8.2f}{s['docs_per_cpu_s']:>9.0f}"
+            f"   {s['cpu_s_min']:.2f}-{s['cpu_s_max']:.2f}"
+        )
+    if "check_cli_vs_kubeconform" in result:
+        r = result["check_cli_vs_kubeconform"]
+        print(
+            "check-cli documents per CPU-second over kubeconform's (both fresh processes), "
+            f"round by round: median {r['median']:.2f}, range {r['min']:.2f}-{r['max']:.2f}"
+        )
+    print(f"peak RSS: {result['peak_rss_mib']:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -43,11 +43,12 @@ proving-ground: $(STAMP) controlplane ## Start the proving ground and keep it up
 	$(BIN)/python -m provingground.up --fleet $(FLEET)
 
 .PHONY: node
-node: $(STAMP) ## Build or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS); apt-installs libseccomp-dev iptables nftables iproute2 if missing
+node: $(STAMP) ## Build or reuse the real node (kubelet, containerd, kube-proxy, CoreDNS, the DRA GPU plugin); apt-installs libseccomp-dev iptables nftables iproute2 if missing
 	@$(PG_DIR)/node/host-packages.sh
 	@d="$$($(BIN)/python -c 'from provingground.node import node_dir; print(node_dir())')" && \
 	  { [ -s "$$d/images/busybox.tar" ] || $(BIN)/python -m provingground.node.testimage "$$d/images/busybox.tar"; } && \
 	  $(PG_DIR)/node/build.sh --node "$$d"
+	@$(PG_DIR)/node/build.sh --dra "$$($(BIN)/python -c 'from provingground.node import dra_plugin_dir; print(dra_plugin_dir())')"
 
 .PHONY: ground
 ground: $(STAMP) controlplane node ## The proving ground with the real node joined, until Ctrl-C (FLEET=mixed: DRA pools too)

@@ -69,6 +69,10 @@ def probe(case: str, extra: dict[str, str], runs: int = 1, form: str = "file") -
         for c in x["checks"]:
             durations.setdefault(c["name"], []).append(c["duration_ms"])
     checks = {k: round(statistics.median(v), 1) for k, v in durations.items()}
+    imports: dict[str, list[float]] = {}
+    for x in summaries:
+        for module, ms in x.get("import_ms", {}).items():
+            imports.setdefault(module, []).append(ms)
     record = {
         "kind": "probe",
         "case": case,
@@ -91,6 +95,9 @@ def probe(case: str, extra: dict[str, str], runs: int = 1, form: str = "file") -
         if summaries
         else None,
         "check_ms_median": checks,
+        "import_ms_median": {  # rmm and CuPy, imported in the background beside the checks
+            k: round(statistics.median(v), 1) for k, v in imports.items()
+        },
         "failed_check": s.get("failed_check"),
         "reason": s.get("reason"),
         "stderr": None if last is None else last.stderr.strip()[-2000:],

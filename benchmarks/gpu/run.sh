@@ -25,6 +25,12 @@ echo "== probe against the real driver"
 timeout 150 "$PY" "$HERE/probe_bench.py" --out "$OUT/probe.jsonl" --runs 7 >"$OUT/probe.log" 2>&1
 echo "probe_bench exit $?"
 
+echo "== the probe beside its floor (driver init + context + CuPy's call), whole processes"
+BEFORE=()
+if [ -n "${PROBE_BEFORE:-}" ]; then BEFORE=(--before "$PROBE_BEFORE"); fi  # an earlier probe.py
+timeout 240 "$PY" "$HERE/probe_floor.py" --out "$OUT/floor.jsonl" --rounds "${FLOOR_ROUNDS:-15}" "${BEFORE[@]}" >"$OUT/floor.log" 2>&1
+echo "probe_floor exit $?"
+
 echo "== install the carried wheels"
 if timeout 150 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$HERE"/wheels/*.whl >"$OUT/install.log" 2>&1; then
   echo "installed into $("$PY" -c 'import sys; print(sys.prefix)')" | tee -a "$OUT/install.log"

@@ -144,11 +144,45 @@ def _fmt(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
+# The imports: what, from which check on, the switch interval meanwhile, the wait after a verdict
+_FRAMEWORKS, _IMPORTS_FROM, _SWITCH_S, _JOIN_S = ("rmm", "cupy"), "libraries", 0.0005, 10.0
+
+
+class _Imports(threading.Thread):
+    """Imports rmm and CuPy while the driver initialises: what each check would have imported."""
+
+    def __init__(self, modules: tuple[str, ...]) -> None:
+        super().__init__(name="gpu-parity-imports", daemon=True)
+        self.outcomes: dict[str, tuple[bool, Any, float]] = {}  # (find_spec answered, value, ms)
+        self.ready = {module: threading.Event() for module in modules}
+
+    def run(self) -> None:
+        for module, ready in self.ready.items():
+            t0, answered, value = time.perf_counter(), False, None  # answered: by find_spec
+            try:
+                spec = importlib.util.find_spec(module)
+                answered = True
+                value = spec and importlib.import_module(module)
+            except BaseException as exc:  # raised again in its check, or by outcome (exit 2)
+                value = exc  # type: ignore[assignment]  # a module, None, or an exception
+            self.outcomes[module] = (answered, value, round((time.perf_counter() - t0) * 1000, 1))
+            ready.set()
+
+    def outcome(self, name: str) -> Any:
+        """The module, ``None`` or what importing it raised; raises what ``find_spec`` raised."""
+        if self.ident is None:  # never started (a _Probe used on its own): import here and now
+            self.run()
+        self.ready[name].wait()
+        if not (outcome := self.outcomes[name])[0]:
+            raise outcome[1]
+        return outcome[1]
+
+
 class _Probe:
     """The checks, in order, and the facts they gather for the summary."""
 
-    def __init__(self, settings: dict[str, str]) -> None:
-        self.settings = settings
+    def __init__(self, settings: dict[str, str], imports: _Imports | None = None) -> None:
+        self.settings, self.imports = settings, imports or _Imports(_FRAMEWORKS)
         self.cuda: Any = None
         self.nvml: Any = None
         self.nvml_note = ""
@@ -407,10 +441,13 @@ class _Probe:
         return self._framework("cupy", "cupy.zeros(1).get()")
 
     def _framework(self, module: str, call: str) -> str:
-        if importlib.util.find_spec(module) is None:
+        mod = self.imports.outcome(module)
+        if mod is None:
             return "skip"
+        self.facts.setdefault("import_ms", {})[module] = self.imports.outcomes[module][2]
         try:
-            mod = importlib.import_module(module)
+            if isinstance(mod, BaseException):
+                raise mod  # importing it failed: the finding, as if imported here
             if module == "rmm":
                 mod.DeviceBuffer(size=1)
             else:
@@ -504,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
     probe, checks, code = _Probe({}), [], 0
     summary: dict[str, Any] = {"ok": False, "failed_check": None, "reason": None}
     current = ["settings"]
-    watchdog: threading.Timer | None = None
+    watchdog, imports, switch = None, None, sys.getswitchinterval()
 
     def _timeout() -> None:
         reason = (
@@ -519,11 +556,14 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
         settings = _settings(argv)
         log_path = settings[ENV_TERMINATION_LOG] or log_path
         timeout = _validate(settings)
-        probe = _Probe(settings)
+        probe = _Probe(settings, imports := _Imports(_FRAMEWORKS))
         watchdog = threading.Timer(timeout, _timeout)
         watchdog.daemon = True
         watchdog.start()
         for name in CHECKS:
+            if name == _IMPORTS_FROM:  # each driver call hands the interpreter over: at once
+                sys.setswitchinterval(min(switch, _SWITCH_S))
+                imports.start()
             step: Callable[[], str] = getattr(probe, name.replace("-", "_"))
             current[0], t0 = name, time.perf_counter()
             entry = {"name": name, "result": "fail", "duration_ms": 0.0}
@@ -551,12 +591,15 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  # one linear r
     finally:
         if watchdog is not None:  # never outlive main(): verify-gpu runs it in process
             watchdog.cancel()
+        sys.setswitchinterval(switch)
     summary.update(probe.facts, checks=checks)
     summary["wall_ms"] = round((time.perf_counter() - start) * 1000, 1)
     _say(json.dumps(summary), sys.stdout)
     if code:
         _say(message, sys.stderr)
     _write_termination_log(log_path, message)
+    if imports is not None and imports.ident is not None:  # let an import under way finish
+        imports.join(_JOIN_S)
     return code
 
 

@@ -6,6 +6,10 @@ same machine reuses it and any change to those files builds into a new folder:
 ``$DGP_CACHE/node/<hash>/``; ``DGP_NODE_BIN`` overrides it.
 
     python -c 'from provingground.node import node_dir; print(node_dir())'   # as make does
+
+The stand-in DRA GPU plugin (``draplugin/``) has its own folder keyed by its own sources,
+``$DGP_CACHE/draplugin/<hash>/bin/dra-gpu-plugin`` (``build.sh --dra``, run by ``make node``),
+so a change to it rebuilds only it; ``DGP_DRA_PLUGIN`` overrides the binary's path.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ __all__ = [
     "NODE_BINARIES",
     "NodeBinaries",
     "NodeBinariesMissingError",
+    "dra_plugin_dir",
+    "find_dra_plugin",
     "find_node_binaries",
     "node_bin_dir",
     "node_dir",
@@ -53,10 +59,10 @@ class NodeBinariesMissingError(RuntimeError):
     """The real node's binaries are not built on this machine."""
 
 
-def _key() -> str:
+def _key(sources: tuple[str, ...] = _SOURCES) -> str:
     sha = hashlib.sha256()
     files = [HERE.parent / "tools/versions.env"]
-    for name in _SOURCES:
+    for name in sources:
         path = HERE / name
         files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for path in files:
@@ -66,8 +72,24 @@ def _key() -> str:
 
 def node_dir() -> Path:
     """The folder ``make node`` builds into: ``bin/``, ``images/``, ``MANIFEST``."""
-    cache = os.environ.get("DGP_CACHE") or str(Path.home() / ".cache" / "dask-gpu-parity")
-    return Path(cache) / "node" / _key()
+    return _cache() / "node" / _key()
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("DGP_CACHE") or str(Path.home() / ".cache" / "dask-gpu-parity"))
+
+
+def dra_plugin_dir() -> Path:
+    """The folder ``build.sh --dra`` builds the DRA GPU plugin into (``bin/dra-gpu-plugin``)."""
+    return _cache() / "draplugin" / _key(("build.sh", "draplugin"))
+
+
+def find_dra_plugin() -> Path:
+    """The DRA GPU plugin's binary, or raise ``NodeBinariesMissingError`` saying how to build it."""
+    path = Path(os.environ.get("DGP_DRA_PLUGIN") or dra_plugin_dir() / "bin" / "dra-gpu-plugin")
+    if not os.access(path, os.X_OK):
+        raise NodeBinariesMissingError(f"DRA GPU plugin not built at {path}: {HINT}")
+    return path
 
 
 def node_bin_dir() -> Path:

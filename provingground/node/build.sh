@@ -2,19 +2,24 @@
 # Build a real node's binaries from Go modules (provingground/node/, docs/proving-ground.md):
 #   build.sh --node DEST   the proving ground's node (`make node`): no GPU parts, no bundle
 #   build.sh DEST          the GPU node for the GPU machine (`make gpunode`, DEST .gpunode)
+#   build.sh --dra DEST    the DRA GPU plugin alone (`make node`: its own cache, draplugin/)
 # DEST/bin/   the binaries, stripped:  k8s (multi-call: etcd kube-apiserver kube-controller-manager
 #             kube-scheduler kubelet kube-proxy kubectl), containerd (multi-call: containerd ctr),
 #             containerd-shim-runc-v2, runc, CNI plugins (bridge host-local loopback), coredns,
 #             pause; for the GPU node also nvidia-device-plugin, nvidia-ctk (also the CDI hook:
-#             `nvidia-ctk hook ...`)
+#             `nvidia-ctk hook ...`), dra-gpu-plugin (draplugin/: the stand-in DRA kubelet plugin)
 # DEST/bundle/{k8s,rest}.tar.xz   (GPU node) DEST/bin in two xz archives: what is carried there
 # DEST/MANIFEST   versions, sizes and sha256 of each binary (written last)
 # Each binary is rebuilt only when missing (delete DEST/bin/NAME, or DEST, to rebuild).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 GPU=1
+DRA_ONLY=0
 if [[ "${1:-}" == "--node" ]]; then
   GPU=0
+  shift
+elif [[ "${1:-}" == "--dra" ]]; then
+  DRA_ONLY=1
   shift
 fi
 DEST="$(mkdir -p "${1:?usage: build.sh DEST}" && cd "$1" && pwd)"
@@ -29,6 +34,18 @@ export GOTOOLCHAIN=local GOFLAGS="-trimpath -mod=mod -buildvcs=false"
 start=$(date +%s)
 need() { [[ ! -s "$BIN/$1" ]]; }
 say() { echo "+ $* ($(date +%T))"; }
+
+# The stand-in DRA kubelet plugin (draplugin/main.go says why NVIDIA's driver is not built):
+# cgo for go-nvml's dlopen of libnvidia-ml.so.1, lazy binding as NVIDIA's Makefiles.
+if ((GPU || DRA_ONLY)) && need dra-gpu-plugin; then
+  say "dra-gpu-plugin (draplugin/)"
+  (cd "$here/draplugin" && CGO_ENABLED=1 go build -p "$JOBS" -o "$BIN/dra-gpu-plugin" \
+    -ldflags "-s -w -extldflags=-Wl,-z,lazy" .)
+fi
+if ((DRA_ONLY)); then
+  echo "dra-gpu-plugin: done in $(($(date +%s) - start))s -> $BIN/dra-gpu-plugin"
+  exit 0
+fi
 
 K="$K8S_VERSION"
 MINOR="$(cut -d. -f2 <<<"${K#v}")"
@@ -95,7 +112,7 @@ manifest() {
   {
     echo "k8s=$K8S_VERSION containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION cni=$CNI_PLUGINS_VERSION" \
       "coredns=$COREDNS_VERSION" \
-      "$( ((GPU)) && echo "device-plugin=$DEVICE_PLUGIN_VERSION nvidia-ctk=$NVIDIA_CTK_VERSION")"
+      "$( ((GPU)) && echo "device-plugin=$DEVICE_PLUGIN_VERSION nvidia-ctk=$NVIDIA_CTK_VERSION dra-gpu-plugin=draplugin/")"
     echo "etcd $(cd "$here/k8s" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
     echo "built $(date -u +%FT%TZ) with $(go version | cut -d' ' -f3) on $(nproc) cores"
     (cd "$BIN" && for f in "$@"; do
@@ -130,7 +147,7 @@ install 1 nvidia-ctk "$TK/cmd/nvidia-ctk@$NVIDIA_CTK_VERSION" \
 # rebuilt), and the rest in one stream whose dictionary holds them all, so the Go runtime, gRPC,
 # protobuf and client-go code they share is stored once. Similar binaries sit next to each other.
 say "bundle"
-REST="nvidia-device-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback coredns pause"
+REST="nvidia-device-plugin dra-gpu-plugin nvidia-ctk containerd containerd-shim-runc-v2 runc bridge host-local loopback coredns pause"
 B="$DEST/bundle"
 rm -f "$B"/*.partial
 pids=()

@@ -72,7 +72,7 @@ state = "{root / "run/containerd"}"
 [{rt}]
   restrict_oom_score_adj = {str(restrict_oom).lower()}
   netns_mounts_under_state_dir = true
-  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi", "{root / "cdi"}"]
   [{rt}.containerd]
     default_runtime_name = "runc"
     [{rt}.containerd.runtimes.runc]

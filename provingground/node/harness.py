@@ -9,7 +9,9 @@ machine's flow (``benchmarks/gpu/node/node.py``) runs the same code. ``RealNode.
 4. starts kubelet (client certificate ``system:node:<name>``) and waits for the Node Ready;
 5. with ``spec.services``: kube-proxy (iptables mode) and CoreDNS as host processes, the
    ``kube-dns`` Service at ``spec.dns_ip`` pointing at CoreDNS (an EndpointSlice to the node's
-   address), and waits until both answer.
+   address), and waits until both answer;
+6. with ``dra``: the DRA GPU plugin (``dra.py``), the DeviceClass ``gpu.nvidia.com``, and waits
+   for the node's ResourceSlice. Claims' CDI specs go to ``cdi_dir``, which containerd reads.
 
 ``stop()`` stops them in reverse and removes what the node made (``cleanup.py``).
 """
@@ -28,8 +30,9 @@ from typing import Any
 
 from provingground.process import ComponentError, Process
 
-from . import cleanup, configs, dns, host, ociimage
+from . import cleanup, configs, dns, dra, host, ociimage
 from .configs import NodeSpec
+from .dra import DraPlugin
 
 __all__ = ["ClientCert", "RealNode"]
 
@@ -60,6 +63,7 @@ class RealNode:
         spec: NodeSpec | None = None,
         images: Sequence[Path] = (),
         start_timeout: float = 180.0,
+        dra: DraPlugin | None = None,
     ) -> None:
         self.root = root.resolve()
         self.src_bin = bin_dir.resolve()
@@ -71,6 +75,8 @@ class RealNode:
         self.spec = spec or NodeSpec()
         self.images = list(images)
         self.start_timeout = start_timeout
+        self.dra = dra
+        self.cdi_dir = self.root / "cdi"
         self.sock = self.root / "run/containerd/containerd.sock"
         self.processes: dict[str, Process] = {}
         self.timings: dict[str, float] = {}
@@ -95,11 +101,14 @@ class RealNode:
 
     # -- public helpers ---------------------------------------------------------------------
 
-    def kubectl(self, *args: str, check: bool = True, timeout: float = 60) -> str:
+    def kubectl(
+        self, *args: str, check: bool = True, timeout: float = 60, input: str | None = None
+    ) -> str:
         """Kubectl (the node's own, same version) as the admin; stdout, or raise with stderr."""
         proc = subprocess.run(
             [str(self.bin / "kubectl"), f"--kubeconfig={self.admin_kubeconfig}", *args],
             capture_output=True,
+            input=input,
             text=True,
             timeout=timeout,
             env=self.env,
@@ -153,10 +162,25 @@ class RealNode:
             if self.spec.services:
                 self._services()
                 self.timings["services ready"] = time.monotonic() - t0
+            if self.dra is not None:
+                self.start_dra(self.dra)
+                self.timings["dra plugin ready"] = time.monotonic() - t0
         except BaseException:
             self.stop()
             raise
         return self
+
+    def start_dra(self, plugin: DraPlugin) -> None:
+        """Start the DRA GPU plugin on this running node; wait for its ResourceSlice."""
+        dra.start(self, plugin)
+
+    def stop_dra(self) -> None:
+        """Stop the DRA GPU plugin (a later ``start()`` no longer starts it)."""
+        dra.stop(self)
+
+    def resource_slices(self) -> list[dict[str, Any]]:
+        """The ResourceSlices of driver ``gpu.nvidia.com`` for this node."""
+        return dra.node_slices(self)
 
     def stop(self) -> None:
         """Stop containers and components, remove the node's host state; safe to call twice."""
@@ -182,7 +206,16 @@ class RealNode:
     def _prepare(self) -> None:
         if self.root.exists():
             shutil.rmtree(self.root)
-        for sub in ("bin", "logs", "etc/cni/net.d", "run", "containerd", "images", "kubelet"):
+        for sub in (
+            "bin",
+            "logs",
+            "etc/cni/net.d",
+            "run",
+            "containerd",
+            "images",
+            "kubelet",
+            "cdi",
+        ):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         for src in self.src_bin.iterdir():
             if src.is_file():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from provingground.node import configs, host
+from provingground.node import configs, dra, host
 from provingground.node.dns import kube_dns_objects
 from provingground.node.join import REAL_NODE_LABEL, real_node_spec
 from provingground.pools import POOL_LABEL
@@ -102,3 +102,39 @@ def test_lock_wait_is_reported_in_seconds(tmp_path: Path) -> None:
     waited = lock.acquire()
     lock.release()
     assert 0 <= waited <= time.monotonic() - t0
+
+
+def test_dra_plugin_registers_under_kubelets_root_and_containerd_reads_its_cdi_specs(
+    tmp_path: Path,
+) -> None:
+    plugin = dra.DraPlugin(tmp_path / "dra-gpu-plugin", tmp_path / "gpus.json")
+    argv = dra.plugin_argv(
+        plugin,
+        node="real-node",
+        kubeconfig=tmp_path / "admin.kubeconfig",
+        kubelet_root=tmp_path / "kubelet",
+        cdi_dir=tmp_path / "cdi",
+    )
+    assert f"--registrar-dir={tmp_path}/kubelet/plugins_registry" in argv
+    assert f"--plugin-dir={tmp_path}/kubelet/plugins/gpu.nvidia.com" in argv
+    assert f"--devices={tmp_path}/gpus.json" in argv
+    toml = configs.containerd_config(
+        tmp_path, tmp_path / "bin", tmp_path / "cni", real_node_spec(), restrict_oom=False
+    )
+    assert f'cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi", "{tmp_path}/cdi"]' in toml
+
+
+def test_dra_device_class_is_nvidias_with_the_extended_resource_name() -> None:
+    # As the DRA driver's Helm chart renders its deviceclass-gpu template for resource.k8s.io/v1.
+    cls = dra.device_class()
+    assert cls["apiVersion"] == "resource.k8s.io/v1"
+    assert cls["metadata"]["name"] == "gpu.nvidia.com"
+    assert cls["spec"]["extendedResourceName"] == "nvidia.com/gpu"
+    assert cls["spec"]["selectors"] == [
+        {
+            "cel": {
+                "expression": "device.driver == 'gpu.nvidia.com' && "
+                "device.attributes['gpu.nvidia.com'].type == 'gpu'"
+            }
+        }
+    ]

@@ -15,6 +15,10 @@ scheduler Deployment ``dask-gpu-parity fix`` wrote, passing; the same with
 ``--operators SITE`` then runs the dask operator and ``dask-gpu-parity run`` on this host and
 applies DaskClusters through them (``operators.py``).
 ``--no-gpu`` runs the same without the device plugin (a machine without a GPU: the chain only).
+``--dra`` hands out ``nvidia.com/gpu`` by DRA instead: the DRA GPU plugin
+(``provingground/node/draplugin/``, reading NVML; with ``--no-gpu`` a ``--devices`` file of one
+H200, the GPU requests kept) and the DeviceClass ``gpu.nvidia.com`` with ``extendedResourceName:
+nvidia.com/gpu``; no device plugin. Each case records its Pod's claim and the claim's CDI spec.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ if "provingground" not in sys.modules:
     sys.modules["provingground"] = _pkg
 from provingground.node import host  # noqa: E402  # after the namespace package above
 from provingground.node.configs import NodeSpec  # noqa: E402
+from provingground.node.dra import DraPlugin, sample_gpus, write_devices  # noqa: E402
 from provingground.node.harness import RealNode  # noqa: E402
 
 NODE = "gpu-node"
@@ -469,6 +474,10 @@ class Node:
             snapshotter=self.args.snapshotter,
             kubelet_root="/var/lib/kubelet",
         )
+        dra = None
+        if self.args.dra:  # the plugin reads NVML; without a GPU, one H200 from a file
+            devices = write_devices(self.root / "etc/gpus.json", sample_gpus(1))
+            dra = DraPlugin(self.bin / "dra-gpu-plugin", None if self.gpu else devices)
         self.real = RealNode(
             self.root / "node",
             self.bin,
@@ -480,6 +489,7 @@ class Node:
             proxy_cert=(self.pki / "kube-proxy.crt", self.pki / "kube-proxy.key"),
             spec=spec,
             images=archives,
+            dra=dra,
         )
         self.log(f"node {NODE}: containerd, images, kubelet (provingground/node/)")
         self.real.start()
@@ -488,6 +498,10 @@ class Node:
         self.summary["node_timings_s"] = {k: round(v, 3) for k, v in self.real.timings.items()}
         self.log("node:", self.real.facts, self.summary["node_timings_s"])
         self.log("images:", self.ctr("images", "ls", "-q"))
+        if dra is not None:
+            slices = self.real.resource_slices()
+            self.summary["dra"] = {"resource_slices": [s["spec"] for s in slices]}
+            self.log("DRA ResourceSlices:", json.dumps(self.summary["dra"]["resource_slices"]))
         self.start("ctr-events", [str(self.bin / "ctr"), "-a", str(self.sock), "events"])
         self.mark("node ready")
 
@@ -701,11 +715,12 @@ class Node:
         )
         cluster = doc["metadata"]["labels"]["dask.org/cluster-name"]
         self.log(f"== {name}: kubectl apply -f {manifest.name} (cluster {cluster})")
-        if not self.gpu:  # a machine without GPUs tests the chain: no GPU asked, and the
-            pod = doc["spec"]["template"]["spec"]  # passing case without its probe
+        if not self.gpu:  # a machine without GPUs tests the chain: no GPU asked (but with
+            pod = doc["spec"]["template"]["spec"]  # --dra), the passing case without its probe
             for c in pod["initContainers"] + pod["containers"]:
                 for part in c.get("resources", {}).values():
-                    part.pop(GPU, None)
+                    if not self.args.dra:
+                        part.pop(GPU, None)
             if expect_pass:
                 pod.pop("initContainers")
             manifest = self.root / f"nogpu-{manifest.name}"
@@ -788,6 +803,7 @@ class Node:
             f"--field-selector=involvedObject.name={pname}",
         )
         result["get_pods"] = self.kubectl("get", "pods", "-n", NS, "-o", "wide")
+        result.update(self.dra_facts(name, pod))
         result["describe_node"] = self.kubectl("describe", "node", NODE)
         with contextlib.suppress(OSError):
             result["device_checkpoint"] = json.loads(
@@ -802,6 +818,23 @@ class Node:
         if "scheduler_log" in result:
             self.log(f"-- {name} scheduler log:\n{result['scheduler_log'][:3000]}")
         return result
+
+    def dra_facts(self, name: str, pod: dict[str, Any]) -> dict[str, Any]:
+        """With ``--dra``, ``{"dra": ...}``: the Pod's claim's devices, the CDI specs now."""
+        if not self.args.dra:
+            return {}
+        status = pod["status"].get("extendedResourceClaimStatus") or {}
+        facts: dict[str, Any] = {"extendedResourceClaimStatus": status}
+        if claim_name := status.get("resourceClaimName"):
+            got = self.kubectl("get", "resourceclaim", "-n", NS, claim_name, "-o", "json")
+            claim = json.loads(got)
+            allocation = claim.get("status", {}).get("allocation", {})
+            facts["results"] = allocation.get("devices", {}).get("results")
+        if self.real is not None:
+            specs = sorted(self.real.cdi_dir.glob("*.json"))
+            facts["cdi_specs"] = {p.name: json.loads(p.read_text()) for p in specs}
+        self.log(f"-- {name} DRA:", json.dumps(facts))
+        return {"dra": facts}
 
     def task_events(self, ids: dict[str, str]) -> dict[str, dict[str, Any]]:
         """From `ctr events`: each container's task create/start/exit times (ns clock)."""
@@ -1095,7 +1128,7 @@ class Node:
                 tar.add(str(path), arcname=f"logs/node-{path.name}")
             if (node / "etc").is_dir():
                 tar.add(str(node / "etc"), arcname="etc")
-            for spec in (Path("/var/run/cdi"), Path("/etc/cdi")):
+            for spec in (Path("/var/run/cdi"), Path("/etc/cdi"), node / "cdi"):
                 if spec.is_dir():
                     tar.add(str(spec), arcname=f"cdi{spec}".replace("/", "_"))
 
@@ -1106,7 +1139,7 @@ class Node:
         self.images()
         self.control_plane()
         self.node()
-        if self.gpu:
+        if self.gpu and not self.args.dra:
             self.device_plugin()
         self.label()
 
@@ -1131,6 +1164,12 @@ def main() -> int:  # noqa: PLR0915  # one statement per option
     parser.add_argument("--replicas", type=int, default=1, help="time-slicing replicas per GPU")
     parser.add_argument("--case-timeout", type=float, default=150)
     parser.add_argument("--no-gpu", action="store_true")
+    parser.add_argument(
+        "--dra",
+        action="store_true",
+        help="nvidia.com/gpu by DRA (the DRA GPU plugin, DeviceClass gpu.nvidia.com), "
+        "no device plugin",
+    )
     parser.add_argument("--cupy", action="store_true", help="then the CuPy example via pods")
     parser.add_argument(
         "--operators",

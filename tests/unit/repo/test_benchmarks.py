@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from benchmarks.check_throughput import kubeconform_schemas
 
@@ -14,3 +20,61 @@ def test_kubeconform_gets_the_bundled_daskcluster_schema(tmp_path: Path) -> None
     written = tmp_path / "schemas" / "kubernetes.dask.org" / "daskcluster_v1.json"
     schema = json.loads(written.read_text())
     assert schema["properties"]["spec"]["additionalProperties"] is False
+
+
+# The short form of `make bench`: a few hundred documents, one round. It asserts that the
+# benchmark runs from the repository root and reports every stage, never how fast (the machine is
+# shared; docs/performance.md holds the figures of the full run).
+SHORT = ["--documents", "200", "--repeat", "1"]
+ROOT = Path(__file__).resolve().parents[3]
+STAGE_FIELDS = {
+    "wall_s_median",
+    "cpu_s_median",
+    "cpu_s_min",
+    "cpu_s_max",
+    "docs_per_wall_s",
+    "docs_per_cpu_s",
+}
+
+
+def short_bench(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    out = tmp_path / "bench.json"
+    argv = [sys.executable, "-m", "benchmarks.check_throughput", *SHORT, "--json", str(out), *extra]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    return done, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_the_short_bench_times_every_stage_of_check(tmp_path: Path) -> None:
+    done, result = short_bench(tmp_path, "--kubeconform", "")
+    assert done.returncode == 0, done.stderr
+    assert result["documents"] == 200
+    assert result["fast_path"] == 200
+    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli"}
+    for stage in result["stages"].values():
+        assert set(stage) == STAGE_FIELDS
+        assert stage["cpu_s_min"] <= stage["cpu_s_median"] <= stage["cpu_s_max"]
+        assert stage["docs_per_cpu_s"] > 0
+    assert len(result["runs"]) == 1
+    assert any(line.startswith("check-cli ") for line in done.stdout.splitlines())
+    assert "check_cli_vs_kubeconform" not in result
+
+
+@pytest.mark.skipif(
+    not os.environ.get("KUBECONFORM"),
+    reason="needs $KUBECONFORM, the pinned kubeconform `make test` builds and names",
+)
+def test_the_short_bench_sets_check_beside_kubeconform(tmp_path: Path) -> None:
+    done, result = short_bench(tmp_path)  # kubeconform from $KUBECONFORM, as make bench names it
+    assert done.returncode == 0, done.stderr
+    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli", "kubeconform"}
+    ratio = result["check_cli_vs_kubeconform"]
+    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    assert "over kubeconform's" in done.stdout
+
+
+def test_the_bench_refuses_a_kubeconform_that_is_not_there(tmp_path: Path) -> None:
+    done, result = short_bench(tmp_path, "--kubeconform", str(tmp_path / "kubeconform"))
+    assert done.returncode == 2
+    assert result is None
+    assert done.stderr.splitlines()[-1].endswith(f"{tmp_path / 'kubeconform'}: no such executable")
+    assert "Traceback" not in done.stderr

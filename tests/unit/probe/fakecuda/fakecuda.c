@@ -1,4 +1,5 @@
 /* A fake libcuda.so.1 for the probe's unit tests: each FAKE_* variable picks one behaviour. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,9 +31,28 @@ int cuGetErrorString(int code, const char **out) {
     }
 }
 
+/* FAKE_RENDEZVOUS=DIR: cuInit marks DIR/cuinit, then waits up to 5 s for DIR/import, which the
+   fake CuPy marks when it is imported (harness.py) and which waits for DIR/cuinit in turn: both
+   pass only when the import runs while cuInit does; cuInit returns 999 otherwise. */
+static int rendezvous(void) {
+    const char *dir = getenv("FAKE_RENDEZVOUS");
+    char mine[4096], theirs[4096];
+    if (!dir || !*dir) return 0;
+    snprintf(mine, sizeof mine, "%s/cuinit", dir);
+    snprintf(theirs, sizeof theirs, "%s/import", dir);
+    FILE *mark = fopen(mine, "w");
+    if (mark) fclose(mark);
+    for (int waited_ms = 0; waited_ms < 5000; waited_ms++) {
+        if (access(theirs, F_OK) == 0) return 0;
+        usleep(1000);
+    }
+    return 999;
+}
+
 int cuInit(unsigned flags) {
     (void)flags;
     usleep(1000 * env_int("FAKE_CUDA_INIT_SLEEP_MS", 0));
+    if (rendezvous()) return 999;
     /* Like the real driver: a CUDA_VISIBLE_DEVICES entry that names no device hides everything. */
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
     if (cvd && (!*cvd || (strcmp(cvd, "0") != 0 && strncmp(cvd, UUID_TEXT, strlen(cvd)) != 0)))

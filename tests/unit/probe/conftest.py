@@ -1,0 +1,5 @@
+"""The probe's fixtures: fake driver libraries and modules (harness.py)."""
+
+from .harness import fakes
+
+__all__ = ["fakes"]
