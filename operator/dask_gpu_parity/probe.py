@@ -113,13 +113,6 @@ def _timeout_s(text: str) -> float:
     return seconds
 
 
-def same_driver(found: str, expected: str) -> bool:
-    """One driver version in either spelling: NVML's ``580.95.05``, DRA's semver ``580.95.5``."""
-    return found == expected or [p.lstrip("0") or "0" for p in found.split(".")] == [
-        p.lstrip("0") or "0" for p in expected.split(".")
-    ]
-
-
 def _validate(settings: dict[str, str]) -> float:
     """Check every setting before any GPU call; return the timeout in seconds.
 
@@ -341,7 +334,7 @@ class _Probe:
                 f"{self.nvml_note}: add utility to NVIDIA_DRIVER_CAPABILITIES"
             )
         found = self.facts["driver_version"]
-        if not same_driver(found, expected):
+        if re.sub(r"\.0+(?=\d)", ".", found) != re.sub(r"\.0+(?=\d)", ".", expected):
             raise CheckFailedError(
                 f"Expected NVIDIA driver {expected} (the workers'), found {found}: run the "
                 f"scheduler on nodes labelled nvidia.com/cuda.driver-version.full={expected}"
