@@ -64,12 +64,13 @@ def optional(check: Check) -> Check:
     return read
 
 
-# Under DRA any extended-resource name can be a GPU's: a DeviceClass's implicit name
-# (``deviceclass.resource.kubernetes.io/<class>``, KEP-5004) or its ``extendedResourceName``,
-# which an administrator chooses (``nvidia.com/gpu``, ``nvidia.com/mig-1g.12gb`` in NVIDIA's
-# chart, ``nvidia.com/gpu-580`` for a class of one driver). The CRD's pattern is this one.
+# Under DRA a GPU is asked for by a DeviceClass's name: its implicit
+# ``deviceclass.resource.kubernetes.io/<class>`` (KEP-5004), or its ``extendedResourceName``,
+# which an administrator chooses under nvidia.com (``nvidia.com/gpu``, ``nvidia.com/mig-1g.12gb``
+# in NVIDIA's chart, ``nvidia.com/gpu-580`` for a class of one driver). Another vendor's domain
+# is refused: a class named so is asked for by its implicit name. The CRD's pattern is this one.
 _EXTENDED = re.compile(
-    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.[a-z]{2,}/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+    r"^(nvidia\.com/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?|deviceclass\.resource\.kubernetes\.io/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$"
 )
 
 
@@ -86,7 +87,7 @@ def gpu_resource(value: str, where: str) -> str:
         where,
         f"{value!r} is not a GPU resource name: nvidia.com/gpu, nvidia.com/gpu.shared, "
         "nvidia.com/mig-<profile>, deviceclass.resource.kubernetes.io/<DeviceClass> or a "
-        "DeviceClass's extendedResourceName",
+        "DeviceClass's nvidia.com/<name> extendedResourceName",
     )
 
 

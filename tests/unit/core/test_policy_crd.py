@@ -134,6 +134,8 @@ PATTERN_CASES = [
     ("spec.scheduler.gpuResource", "gpu"),
     ("spec.scheduler.gpuResource", "nvidia.com/"),
     ("spec.scheduler.gpuResource", "Nvidia.com/gpu"),
+    ("spec.scheduler.gpuResource", "nvidia.com/gpu-580"),
+    ("spec.scheduler.gpuResource", "example.com/gpu"),
     ("spec.verifier.image", "registry.example.com/dask-gpu-parity-probe:0.2.0"),
     ("spec.verifier.image", "registry.example.com:5000/probe@sha256:" + "a" * 64),
     ("spec.verifier.image", "registry.example.com/probe"),
