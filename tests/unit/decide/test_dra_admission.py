@@ -32,7 +32,7 @@ def _watched(*files: str) -> DraNodes:
                 dra.slice_upserted(obj, key)
             elif obj["kind"] == "DeviceClass":
                 dra.class_upserted(obj, key)
-    dra.classes_listed()
+    dra.release()
     return dra
 
 
@@ -195,7 +195,7 @@ def test_nvidia_gpu_on_a_device_plugin_fleet_is_no_second_device() -> None:
     for obj in items("migrating.yaml"):
         if obj["kind"] == "Node":
             plugin_only.node_upserted(obj, obj["metadata"]["name"])
-    plugin_only.classes_listed()
+    plugin_only.release()
     decision = decisions.mutate(
         doc, Policy(), plugin_only.index.snapshot(), classes=dra.index.classes, kube=(1, 34)
     )

@@ -36,7 +36,7 @@ def _key(obj: dict[str, Any]) -> str:
     return str(obj["metadata"]["name"])
 
 
-def _feed(dra: DraNodes, objects: list[dict[str, Any]], *, classes_listed: bool = True) -> None:
+def _feed(dra: DraNodes, objects: list[dict[str, Any]], *, release: bool = True) -> None:
     for obj in objects:
         if obj["kind"] == "Node":
             dra.node_upserted(obj, _key(obj))
@@ -44,8 +44,8 @@ def _feed(dra: DraNodes, objects: list[dict[str, Any]], *, classes_listed: bool 
             dra.slice_upserted(obj, _key(obj))
         elif obj["kind"] == "DeviceClass":
             dra.class_upserted(obj, _key(obj))
-    if classes_listed:
-        dra.classes_listed()
+    if release:  # Nodes, slices and classes listed in full
+        dra.release()
 
 
 def _snapshot(dra: DraNodes) -> Inventory:
@@ -136,16 +136,22 @@ def test_node_heartbeat_costs_nothing_and_a_deleted_node_leaves_the_inventory() 
     assert "dra-a100-0" not in _view(_snapshot(dra))
 
 
-def test_device_classes_are_applied_once_they_are_listed_and_a_deleted_class_is_forgotten() -> None:
+def test_nodes_are_read_once_everything_is_listed_and_a_deleted_class_is_forgotten() -> None:
     pinned = _items("deviceclass-pinned-580.yaml")
     dra = DraNodes(NodeIndex())
-    _feed(dra, _items("pure-dra.yaml") + pinned, classes_listed=False)
+    _feed(dra, _items("pure-dra.yaml") + pinned, release=False)
+    assert dra.index.snapshot() is None  # held: nothing read from half the lists
+    changes = dra.release()
+    assert sorted(c.name for c in changes if c.changed) == [
+        "dra-a100-0",
+        "dra-gh200-0",
+        "dra-h100-0",
+    ]
     name = IMPLICIT + "gpu-580-95-5.nvidia.com"
-    assert name not in _view(_snapshot(dra))["dra-a100-0"][1]  # read with NVIDIA's catalogue
-    dra.classes_listed()
     assert _view(_snapshot(dra))["dra-a100-0"][1][name] == 4
     assert name not in _view(_snapshot(dra))["dra-h100-0"][1]  # 570: not of the class
     assert name in dra.index.classes.gpu_names
+    assert dra.release() == []  # once
     dra.class_deleted(_key(pinned[0]))
     assert name not in _view(_snapshot(dra))["dra-a100-0"][1]
     assert name not in dra.index.classes.gpu_names

@@ -19,6 +19,9 @@ def _dra_sinks(h: Harness) -> dict[str, Any]:
     for obj in items("pure-dra.yaml"):
         sinks["nodes" if obj["kind"] == "Node" else "resourceslices"].upsert(obj)
     sinks["deviceclasses"].listed()
+    assert h.state.dra is not None
+    for change in h.state.dra.release():  # as readiness does once everything is listed
+        h.state.node_changed(change)
     return sinks
 
 

@@ -16,6 +16,7 @@ The DeviceClasses read from the cluster extend NVIDIA's built-in catalogue, as `
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,8 +90,14 @@ def _slice(obj: Mapping[str, Any]) -> _Slice | None:
         node,
         (driver, str(pool.get("name") or node)),
         generation if isinstance(generation, int) and not isinstance(generation, bool) else 0,
-        found.get(node, ()),
+        tuple(_interned(d) for d in found.get(node, ())),
     )
+
+
+def _interned(device: Device) -> Device:
+    """The device with its attribute strings interned: 40,000 GPUs share a few dozen values."""
+    attributes = {sys.intern(k): sys.intern(v) for k, v in device.attributes.items()}
+    return Device(sys.intern(device.driver), device.name, attributes, device.memory)
 
 
 class DraNodes:
@@ -104,6 +111,7 @@ class DraNodes:
         self._pools: dict[tuple[str, str], dict[str, int]] = {}  # pool -> slice key -> generation
         self._classes: dict[str, DeviceClass] = {}  # by object key
         self._classes_listed = False
+        self._held = True  # until release(): events are kept, nodes are not read yet
 
     @property
     def slices(self) -> int:
@@ -212,7 +220,7 @@ class DraNodes:
         return NVIDIA_CLASSES.extend(self._classes.values())
 
     def _reclassify(self) -> list[NodeChange]:
-        if not self._classes_listed:
+        if not self._classes_listed or self._held:
             return []  # nodes are re-read once the first LIST is complete
         catalogue = self.catalogue()
         self.index.classes = catalogue
@@ -220,7 +228,22 @@ class DraNodes:
 
     # -- the index -------------------------------------------------------------------------
 
+    def release(self) -> list[NodeChange]:
+        """Read every node once, now that Nodes, slices and classes are listed in full.
+
+        Until then events are only kept: a node is read once at start, not once for its Node,
+        once for its slice and once more for the classes.
+        """
+        if not self._held:
+            return []
+        self._held = False
+        self._classes_listed = True
+        self.index.classes = self.catalogue()
+        return [self._recompute(name) for name in sorted(self._nodes)]
+
     def _recompute(self, name: str) -> NodeChange:
+        if self._held:
+            return NodeChange(name, None, None, changed=False, shapes_changed=False)
         node = self._nodes.get(name)
         if node is None:  # slices of a node not (yet) listed: not in the inventory
             return self.index.delete(name)

@@ -222,6 +222,9 @@ class OperatorState:
     async def _become_ready(self) -> None:
         kinds = {r.kind for r in self.required()}
         await asyncio.gather(*(i.synced.wait() for i in self.informers if i.resource.kind in kinds))
+        if self.dra is not None:  # every node read once, with its slices and the classes
+            for change in self.dra.release():
+                self.node_changed(change)
         self.ready_at = time.monotonic() - self.started
         self.ready.set()
         self.publish()
