@@ -334,7 +334,7 @@ class _Probe:
                 f"{self.nvml_note}: add utility to NVIDIA_DRIVER_CAPABILITIES"
             )
         found = self.facts["driver_version"]
-        if found != expected:
+        if re.sub(r"\.0+(?=\d)", ".", found) != re.sub(r"\.0+(?=\d)", ".", expected):
             raise CheckFailedError(
                 f"Expected NVIDIA driver {expected} (the workers'), found {found}: run the "
                 f"scheduler on nodes labelled nvidia.com/cuda.driver-version.full={expected}"

@@ -31,6 +31,10 @@ VERBS_USED = frozenset(
         ("", "namespaces", "watch"),
         ("", "nodes", "list"),
         ("", "nodes", "watch"),
+        ("resource.k8s.io", "deviceclasses", "list"),
+        ("resource.k8s.io", "deviceclasses", "watch"),
+        ("resource.k8s.io", "resourceslices", "list"),
+        ("resource.k8s.io", "resourceslices", "watch"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
     }

@@ -95,7 +95,8 @@ app.kubernetes.io/part-of: dask-gpu-parity
 
 {{- /*
 The CEL matchConditions of one webhook, for the resource (plural) it admits: the API server calls
-the operator only for Dask resources whose workers request a GPU and that are not annotated
+the operator only for Dask resources whose workers request an extended resource (a GPU of the
+device plugin or of a DRA DeviceClass, whose names CEL cannot look up) and that are not annotated
 gpuparity.dask.org/skip=true; a validating webhook of a cluster or job also not for an object
 whose scheduler already has a GPU and the verifier (the mutating webhook answered for it). Built
 exactly as admission/configurations.py builds them (a test compares); the user's
@@ -105,7 +106,7 @@ webhook.matchConditions follow.
 {{- $parts := splitList "." (printf "%s.containers" .) -}}
 {{- $has := list -}}
 {{- range $i, $_ := $parts }}{{ if gt $i 0 }}{{ $has = append $has (printf "has(%s)" (join "." (slice $parts 0 (add1 $i)))) }}{{ end }}{{ end -}}
-{{- $gpu := "k == 'nvidia.com/gpu' || k == 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-')" -}}
+{{- $gpu := "k.contains('/')" -}}
 {{- printf "%s && type(%s.containers) == list && %s.containers.exists(c, type(c) == map && has(c.resources) && type(c.resources) == map && ['limits', 'requests'].exists(s, s in c.resources && type(c.resources[s]) == map && c.resources[s].exists(k, %s)))" (join " && " $has) . . $gpu -}}
 {{- end }}
 

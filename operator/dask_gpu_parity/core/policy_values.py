@@ -64,15 +64,31 @@ def optional(check: Check) -> Check:
     return read
 
 
+# Under DRA a GPU is asked for by a DeviceClass's name: its implicit
+# ``deviceclass.resource.kubernetes.io/<class>`` (KEP-5004), or its ``extendedResourceName``,
+# which an administrator chooses under nvidia.com (``nvidia.com/gpu``, ``nvidia.com/mig-1g.12gb``
+# in NVIDIA's chart, ``nvidia.com/gpu-580`` for a class of one driver). Another vendor's domain
+# is refused: a class named so is asked for by its implicit name. The CRD's pattern is this one.
+_EXTENDED = re.compile(
+    r"^(nvidia\.com/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?|deviceclass\.resource\.kubernetes\.io/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$"
+)
+
+
 def gpu_resource(value: str, where: str) -> str:
-    """An NVIDIA GPU resource name (``spec.scheduler.gpuResource``)."""
-    if not is_gpu_resource(value):
-        raise PolicyError(
-            where,
-            f"{value!r} is not an NVIDIA GPU resource "
-            "(nvidia.com/gpu, nvidia.com/gpu.shared or nvidia.com/mig-<profile>)",
-        )
-    return value
+    """A GPU resource name (``spec.scheduler.gpuResource``): the device plugin's, or DRA's.
+
+    Under DRA the name is a DeviceClass's: ``deviceclass.resource.kubernetes.io/<class>`` or
+    its ``extendedResourceName``. Whether that class hands out GPUs is the cluster's to say (the
+    DeviceClasses the operator watches, or ``--device-classes``); here only the form is checked.
+    """
+    if is_gpu_resource(value) or _EXTENDED.match(value):
+        return value
+    raise PolicyError(
+        where,
+        f"{value!r} is not a GPU resource name: nvidia.com/gpu, nvidia.com/gpu.shared, "
+        "nvidia.com/mig-<profile>, deviceclass.resource.kubernetes.io/<DeviceClass> or a "
+        "DeviceClass's nvidia.com/<name> extendedResourceName",
+    )
 
 
 def compute_capability(value: str, where: str) -> str:

@@ -33,7 +33,7 @@ from dask_gpu_parity.names import (
     VERIFIER_VOLUME,
 )
 
-from .plain import as_list, copy_json
+from .plain import as_list, as_map, copy_json
 
 __all__ = [
     "CAPABILITIES",
@@ -146,8 +146,9 @@ def init_container(
     """``gpu-parity-check`` for a scheduler container (already given its GPU and image).
 
     Args:
-        scheduler: the scheduler container: its image, env, envFrom, securityContext and
-            volume mounts are the check's.
+        scheduler: the scheduler container: its image, env, envFrom, securityContext, volume
+            mounts and DRA ``resources.claims`` (where a pod spec keeps them; the DaskCluster
+            CRD prunes them) are the check's.
         inline: embed the probe's source instead of running the copy in the ``emptyDir``.
         gpu_resource: the GPU resource the scheduler requests, e.g. ``nvidia.com/gpu``.
         gpu_count: its quantity, as a string.
@@ -185,6 +186,9 @@ def init_container(
     for key in _COPIED:
         if key in scheduler:
             container[key] = copy_json(scheduler[key])
+    claims = as_list(as_map(scheduler.get("resources")).get("claims"))
+    if claims:  # DRA claims: the init container shares the scheduler's (KEP-4381)
+        container["resources"]["claims"] = [copy_json(c) for c in claims]
     for key in ("env", "volumeMounts"):
         if not container[key]:
             del container[key]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dask_gpu_parity import __version__, probe
 from dask_gpu_parity.admission.decide.drift import Tracker
@@ -440,3 +441,37 @@ def test_an_earlier_releases_verifier_in_a_running_scheduler_is_not_drift() -> N
     report = Tracker().check(cluster_doc, deployment, Policy(), None)
     assert report is not None
     assert [f.code for f in report.findings] == ["DGP001"]  # a real drift still is
+
+
+def test_check_shares_the_schedulers_dra_claims() -> None:
+    """A container with native claims (tests/fixtures/dra/pod-claims.yaml, pod1: NVIDIA's
+    demo/specs/quickstart/v1/gpu-test1.yaml) gives the check the same claims, so it proves the
+    device the container gets, not another."""
+    docs = yaml.safe_load_all(
+        (Path(__file__).parents[2] / "fixtures/dra/pod-claims.yaml").read_text()
+    )
+    [pod] = [d for d in docs if d and d["kind"] == "Pod" and d["metadata"]["name"] == "pod1"]
+    container = {**pod["spec"]["containers"][0], "image": "rapidsai/base:25.10-cuda13.0-py3.12"}
+    check = verifier.init_container(
+        container,
+        inline=False,
+        gpu_resource="nvidia.com/gpu",
+        gpu_count="1",
+        expect_driver=None,
+        min_compute_capability=None,
+        cpu="100m",
+        memory="256Mi",
+    )
+    assert check["resources"]["claims"] == [{"name": "gpu"}]
+    assert check["resources"]["claims"] is not container["resources"]["claims"]  # a copy
+    plain = verifier.init_container(
+        {"name": "scheduler", "image": "x:1"},
+        inline=False,
+        gpu_resource="nvidia.com/gpu",
+        gpu_count="1",
+        expect_driver=None,
+        min_compute_capability=None,
+        cpu="100m",
+        memory="256Mi",
+    )
+    assert "claims" not in plain["resources"]

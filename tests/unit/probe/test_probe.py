@@ -68,6 +68,7 @@ def test_source_runs_as_python_dash_c(fakes: Fakes, tmp_path: Path) -> None:
     ("env", "results"),
     [
         ({"GPU_PARITY_EXPECT_DRIVER": "580.159.04"}, {"driver-version": "pass"}),
+        ({"GPU_PARITY_EXPECT_DRIVER": "580.159.4"}, {"driver-version": "pass"}),
         ({"CUDA_VERSION": None}, {"cuda-version": "skip", "compute-capability": "skip"}),
         ({"CUDA_VERSION": "11.8.0"}, {"cuda-version": "pass", "compute-capability": "skip"}),
         ({"CUDA_VISIBLE_DEVICES": "0"}, {"device-uuids": "skip"}),
@@ -80,6 +81,7 @@ def test_source_runs_as_python_dash_c(fakes: Fakes, tmp_path: Path) -> None:
     ],
     ids=[
         "expected-driver-matches",
+        "expected-driver-as-dra-devices-spell-it",
         "no-cuda-version-in-image",
         "cuda-major-without-rapids-minimum",
         "visible-devices-ordinal",
@@ -274,6 +276,15 @@ FAILURES = [
         "driver-version",
         "Expected NVIDIA driver 570.86.15 (the workers'), found 580.159.04: run the scheduler on "
         "nodes labelled nvidia.com/cuda.driver-version.full=570.86.15",
+    ),
+    (  # a DRA device's spelling (580.159.4 is 580.159.04), of another version
+        "wrong-driver-in-dra-spelling",
+        {"GPU_PARITY_EXPECT_DRIVER": "580.159.40"},
+        "ok",
+        "file",
+        "driver-version",
+        "Expected NVIDIA driver 580.159.40 (the workers'), found 580.159.04: run the scheduler on "
+        "nodes labelled nvidia.com/cuda.driver-version.full=580.159.40",
     ),
     (
         "expected-driver-without-nvml",

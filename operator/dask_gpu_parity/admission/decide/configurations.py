@@ -93,9 +93,11 @@ _SCHEDULER_SPEC = {
     "daskclusters": "object.spec.scheduler.spec",
     "daskjobs": "object.spec.cluster.spec.scheduler.spec",
 }
-_GPU_KEY = (
-    "k == 'nvidia.com/gpu' || k == 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-')"
-)
+# Any extended resource (``<domain>/<name>``): the device plugin's nvidia.com names, and under
+# DRA a DeviceClass's implicit ``deviceclass.resource.kubernetes.io/<class>`` or whatever
+# ``extendedResourceName`` it gives, which CEL here cannot look up. cpu, memory,
+# ephemeral-storage and hugepages-* have no "/": a CPU-only cluster still costs no call.
+_GPU_KEY = "k.contains('/')"
 
 
 def _has_path(expression: str) -> str:
@@ -120,8 +122,9 @@ def _requests_gpu(spec: str) -> str:
 def match_conditions(plural: str, *, validating: bool = False) -> list[dict[str, str]]:
     """The CEL conditions under which a CREATE of ``plural`` needs the operator at all.
 
-    GPU resources as ``core/gpu.py`` knows them: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``
-    and ``nvidia.com/mig-*``, in ``limits`` or ``requests`` of any worker container. A validating
+    Any extended resource in ``limits`` or ``requests`` of any worker container: a GPU as
+    ``core/gpu.py`` knows it (``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, ``nvidia.com/mig-*``,
+    or a name a DeviceClass serves, which only the operator can look up). A validating
     webhook of a cluster or job is also left out when the object already has what the mutating
     webhook guarantees (:func:`validated_by_mutation`): that webhook answered for it.
     """
@@ -159,10 +162,7 @@ def validated_by_mutation(resource: Mapping[str, Any]) -> bool:
         return False
     spec = as_map(get_in(resource, dask.scheduler_path))
     gpu = any(
-        isinstance(key, str)
-        and (
-            key in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or key.startswith("nvidia.com/mig-")
-        )
+        isinstance(key, str) and "/" in key
         for container in as_list(spec.get("containers"))
         for section in ("limits", "requests")
         for key in as_map(as_map(as_map(container).get("resources")).get(section))

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dask_gpu_parity.admission.decide.configurations import validated_by_mutation
+from dask_gpu_parity.admission.decide.draversion import second_device
+from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.engine import evaluate, opted_out
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.gpu import gpu_requests
@@ -75,7 +77,11 @@ def _skip(resource: Mapping[str, Any], policy: Policy, namespace_skip: bool) -> 
 
 
 def cluster_to_read(
-    resource: Mapping[str, Any], policy: Policy, *, namespace_skip: bool = False
+    resource: Mapping[str, Any],
+    policy: Policy,
+    *,
+    namespace_skip: bool = False,
+    classes: DeviceClasses | None = None,
 ) -> str | None:
     """The name of the DaskCluster that validating ``resource`` needs, or ``None``.
 
@@ -90,7 +96,11 @@ def cluster_to_read(
     name = get_in(resource, ("spec", "cluster"))
     if not isinstance(name, str) or not name:
         return None
-    return name if gpu_requests(get_in(resource, dask.worker_path)) else None
+    return (
+        name
+        if gpu_requests(get_in(resource, dask.worker_path), classes or NVIDIA_CLASSES)
+        else None
+    )
 
 
 def mutate(
@@ -99,18 +109,22 @@ def mutate(
     inventory: Inventory | None,
     *,
     namespace_skip: bool = False,
+    classes: DeviceClasses | None = None,
+    kube: tuple[int, int] | None = None,
 ) -> Decision:
     """The mutating webhook's answer: the fixed object, its JSON Patch, one warning per change.
 
     ``audit`` mode never mutates. Where the object it lets through has a GPU on its scheduler
     and the verifier (:func:`validated_by_mutation`), the API server will not call the validating
     webhook (its ``not-verified`` match condition), so this answer includes validation's: a
-    denial in ``enforce``, the remaining findings as warnings otherwise.
+    denial in ``enforce``, the remaining findings as warnings otherwise. ``kube``, the API
+    server's (major, minor): before 1.35 a verifier on a DRA-backed GPU gets a warning
+    (:func:`~.draversion.second_device`).
     """
     skipped = _skip(resource, policy, namespace_skip)
     if skipped:
         return Decision(skipped=skipped)
-    result = evaluate(resource, policy, inventory)
+    result = evaluate(resource, policy, inventory, device_classes=classes)
     if policy.mode is Mode.AUDIT or not result.changed:
         decision = Decision(findings=result.findings)
     else:
@@ -122,9 +136,12 @@ def mutate(
             findings=result.findings,
         )
     admitted = decision.patched if decision.patched is not None else resource
+    second = second_device(admitted, classes or NVIDIA_CLASSES, inventory, kube)
+    if second is not None:
+        decision = replace(decision, warnings=(*decision.warnings, second))
     if not validated_by_mutation(admitted):
         return decision  # the validating webhook is called and answers for the final object
-    checked = validate(admitted, policy, inventory)
+    checked = validate(admitted, policy, inventory, classes=classes)
     if checked.denial is not None:
         return Decision(denial=checked.denial, findings=result.findings)
     return replace(decision, warnings=decision.warnings + checked.warnings)
@@ -137,6 +154,7 @@ def validate(
     *,
     cluster: ClusterLookup | None = None,
     namespace_skip: bool = False,
+    classes: DeviceClasses | None = None,
 ) -> Decision:
     """The validating webhook's answer for an object as mutation left it.
 
@@ -151,7 +169,9 @@ def validate(
         return Decision(skipped=skipped)
     found = cluster.found if cluster is not None else None
     # The API server validates the object against the CRD schema before validating admission.
-    result = evaluate(resource, policy, inventory, cluster=found, schema=False)
+    result = evaluate(
+        resource, policy, inventory, cluster=found, schema=False, device_classes=classes
+    )
     findings = result.findings
     if policy.mode is not Mode.AUDIT:
         # Mutation already applied the fixes; what evaluate would still change is moot here.

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dask_gpu_parity.core.deviceclasses import DeviceClasses
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Finding, Severity
 from dask_gpu_parity.core.inventory import Inventory
@@ -71,6 +72,7 @@ class Tracker:
         deployment: Mapping[str, Any],
         policy: Policy,
         inventory: Inventory | None,
+        classes: DeviceClasses | None = None,
     ) -> Report | None:
         """A report when the Deployment's scheduler lacks parity, else ``None``."""
         meta = as_map(deployment.get("metadata"))
@@ -83,7 +85,7 @@ class Tracker:
         # down only (evaluate copies what it changes and never changes its input).
         scheduler = {**spec["scheduler"], "spec": template}
         synthetic = {**cluster, "spec": {**spec, "scheduler": scheduler}}
-        result = evaluate(synthetic, policy, inventory)
+        result = evaluate(synthetic, policy, inventory, device_classes=classes)
         findings = tuple(
             f
             for f in result.findings

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory
 from dask_gpu_parity.core.shapes import PER_NODE_LABELS, Shape, own_name_keys, shape_key
 
@@ -53,6 +54,7 @@ class NodeIndex:
         self._per_node: set[str] = set(PER_NODE_LABELS)
         self._snapshot: Inventory | None = None
         self._counts: dict[DriverClass | None, int] = {}
+        self._classes = NVIDIA_CLASSES
         self.version = 0  # bumps on every change of the inventory
         self.shapes_version = 0  # bumps when a shape appears or disappears
 
@@ -67,6 +69,16 @@ class NodeIndex:
     def class_counts(self) -> dict[DriverClass | None, int]:
         """GPU nodes per driver class (``None``: no driver labels); kept, not counted."""
         return {dc: n for dc, n in self._counts.items() if n}
+
+    @property
+    def classes(self) -> DeviceClasses:
+        """The DeviceClasses the nodes were read with (snapshots carry them)."""
+        return self._classes
+
+    @classes.setter
+    def classes(self, classes: DeviceClasses) -> None:
+        self._classes = classes
+        self._changed(shapes_changed=False)
 
     def upsert(self, node: GpuNode | None, name: str) -> NodeChange:
         """Add or replace node ``name``; ``None`` (not a GPU node, or no longer) removes it."""
@@ -112,7 +124,7 @@ class NodeIndex:
                     members = tuple(group.members.values())
                     group.snapshot = Shape(members[0], members, group.driver_class)
                 shapes.append(group.snapshot)
-            self._snapshot = Inventory(shapes, frozenset(self._per_node))
+            self._snapshot = Inventory(shapes, frozenset(self._per_node), self._classes)
         return self._snapshot
 
     def _remove(self, name: str) -> tuple[DriverClass | None, bool]:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from dask_gpu_parity.admission.decide import placement, podevents
 from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
+from dask_gpu_parity.core.deviceclasses import DeviceClasses
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.policy import Policy
 from dask_gpu_parity.core.rules import pins
@@ -52,6 +53,9 @@ class Operator(Protocol):
 
     def inventory(self) -> Inventory | None:
         """The GPU nodes as of now (``None`` without any)."""
+
+    def device_classes(self) -> DeviceClasses:
+        """The DeviceClasses in force (NVIDIA's catalogue, extended with the cluster's)."""
 
 
 class DriftChecks:
@@ -107,7 +111,9 @@ class DriftChecks:
             },
             "spec": {"template": {"spec": deployment.template()}},
         }
-        report = self.stores.specs.check(cluster.body(), body, policy, self.operator.inventory())
+        report = self.stores.specs.check(
+            cluster.body(), body, policy, self.operator.inventory(), self.operator.device_classes()
+        )
         if report is None or not report.new:
             return
         repair = policy.drift.repair and report.repair_patch is not None

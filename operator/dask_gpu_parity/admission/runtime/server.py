@@ -152,13 +152,16 @@ class WebhookServer:
             return reviews.answered(reviews.review(data, allowed=True, warnings=(_LOADING,)), route)
         labels, skip = state.namespace(namespace)
         policy, inventory = state.policy(labels), state.inventory()
+        classes = state.device_classes()
         if route.mutating:
-            decision = decisions.mutate(obj, policy, inventory, namespace_skip=skip)
+            decision = decisions.mutate(
+                obj, policy, inventory, namespace_skip=skip, classes=classes, kube=state.kube
+            )
         else:
-            name = decisions.cluster_to_read(obj, policy, namespace_skip=skip)
+            name = decisions.cluster_to_read(obj, policy, namespace_skip=skip, classes=classes)
             cluster = await read_cluster(self.api, namespace, name) if name else None
             decision = decisions.validate(
-                obj, policy, inventory, cluster=cluster, namespace_skip=skip
+                obj, policy, inventory, cluster=cluster, namespace_skip=skip, classes=classes
             )
         return reviews.ruled(data, route, decision)
 

@@ -1,10 +1,13 @@
 """The running operator's state, in one owner: what the informers keep, readiness, drift.
 
 Informers (``informer.py``) list then watch nodes, namespaces and DaskGPUPolicies into the sinks
-below; the webhook server and the drift watch read them through :class:`OperatorState`, on the
-event loop. Ready means right: the webhook server does not listen until all three have been
-listed in full (``ready``), so no verdict is ever made from half an inventory or without a
-policy that exists. ``/metrics`` and ``/readyz`` read a snapshot that :meth:`publish` swaps in.
+below, and, where the API server serves ``resource.k8s.io/v1`` (DRA, GA in Kubernetes 1.34),
+DeviceClasses and ResourceSlices beside the nodes (``dranodes.py``); whether it does is found by
+discovery before the informers start, and said once in the log. The webhook server and the drift
+watch read them through :class:`OperatorState`, on the event loop. Ready means right: the webhook
+server does not listen until all of them have been listed in full (``ready``), so no verdict is
+ever made from half an inventory or without a policy that exists. ``/metrics`` and ``/readyz``
+read a snapshot that :meth:`publish` swaps in.
 """
 
 from __future__ import annotations
@@ -13,28 +16,47 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dask_gpu_parity.admission.decide.dranodes import DraNodes
 from dask_gpu_parity.admission.decide.nodeindex import NodeChange, NodeIndex
+from dask_gpu_parity.core.deviceclasses import DeviceClasses
 from dask_gpu_parity.core.inventory import GpuNode, Inventory
-from dask_gpu_parity.core.plain import as_map
-from dask_gpu_parity.core.policy import Policy, PolicyError, select
-from dask_gpu_parity.core.policy_manifest import load
-from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, SKIP_ANNOTATION
+from dask_gpu_parity.core.policy import Policy, select
+from dask_gpu_parity.names import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION
 
 from . import metrics
 from .apiserver import ApiClient
+from .dra import (
+    DEVICE_CLASSES,
+    DRA_API,
+    NODES,
+    RESOURCE_SLICES,
+    dra_sinks,
+    server_version,
+    serves_dra,
+)
 from .driftwatch import DriftWatch
 from .events import EventCounts
 from .informer import Callbacks, Informer, Resource, Sink, object_key
+from .stores import Namespaces, Policies
 
-__all__ = ["NAMESPACES", "NODES", "POLICIES", "REQUIRED", "OperatorState", "Options"]
+__all__ = [
+    "DEVICE_CLASSES",
+    "DRA_API",
+    "NAMESPACES",
+    "NODES",
+    "POLICIES",
+    "REQUIRED",
+    "RESOURCE_SLICES",
+    "OperatorState",
+    "Options",
+]
 
 log = logging.getLogger("dask_gpu_parity")
 
-NODES = Resource("nodes", "/api/v1/nodes")
 NAMESPACES = Resource("namespaces", "/api/v1/namespaces")
 POLICIES = Resource(POLICY_PLURAL, f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}")
 REQUIRED = (NODES, NAMESPACES, POLICIES)  # listed in full before any webhook answer
@@ -54,61 +76,6 @@ class Options:
     drift: bool = True
 
 
-class _Namespaces:
-    """Labels of every namespace, and whether it opted out; ``changed`` is told which changed."""
-
-    def __init__(self, changed: Callable[[str], None]) -> None:
-        self.changed = changed
-        self.items: dict[str, tuple[dict[str, str], bool]] = {}
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        meta = as_map(obj.get("metadata"))
-        labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
-        flag = as_map(meta.get("annotations")).get(SKIP_ANNOTATION, labels.get(SKIP_ANNOTATION))
-        entry = (labels, str(flag).lower() == "true")
-        name = str(meta.get("name", ""))
-        if self.items.get(name) != entry:
-            self.items[name] = entry
-            self.changed(name)
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        if self.items.pop(key, None) is not None:
-            self.changed(key)
-
-    def listed(self) -> None:
-        pass
-
-
-class _Policies:
-    """Valid DaskGPUPolicies by name; an invalid one is logged and ignored."""
-
-    def __init__(self, changed: Callable[[], None]) -> None:
-        self.changed = changed
-        self.items: dict[str, Policy] = {}
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        name = object_key(obj)
-        try:
-            policy: Policy | None = load(dict(obj))
-        except PolicyError as exc:
-            log.error(f"DaskGPUPolicy {name} is invalid and ignored: {exc}")
-            policy = None
-        if self.items.get(name) == policy:
-            return
-        if policy is None:
-            del self.items[name]
-        else:
-            self.items[name] = policy
-        self.changed()
-
-    def delete(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        if self.items.pop(key, None) is not None:
-            self.changed()
-
-    def listed(self) -> None:
-        pass
-
-
 class OperatorState:
     """What one operator process holds while it runs."""
 
@@ -116,8 +83,10 @@ class OperatorState:
         self.options = options
         self.started = time.monotonic() if started is None else started
         self.nodes = NodeIndex()
-        self._namespaces = _Namespaces(self.namespace_changed)
-        self._policies = _Policies(self.policies_changed)
+        self.dra: DraNodes | None = None  # set when the API server serves resource.k8s.io/v1
+        self.kube: tuple[int, int] | None = None  # the API server's (major, minor), once read
+        self._namespaces = Namespaces(self.namespace_changed)
+        self._policies = Policies(self.policies_changed)
         self.informers: list[Informer] = []
         self.ready = asyncio.Event()
         self.ready_at: float | None = None  # seconds after ``started``
@@ -142,16 +111,35 @@ class OperatorState:
         """
         return self.nodes.snapshot()
 
+    def device_classes(self) -> DeviceClasses:
+        """The DeviceClasses in force: NVIDIA's catalogue, extended with the cluster's."""
+        return self.nodes.classes
+
     def namespaces(self) -> list[str]:
         """Every namespace listed."""
         return list(self._namespaces.items)
 
     # -- changes, from the sinks -----------------------------------------------------------
 
-    def sinks(self) -> list[tuple[Resource, Sink]]:
-        """The informers the webhooks need (:data:`REQUIRED`), with their sinks."""
-        nodes = Callbacks(self._node_upserted, self._node_deleted)
-        return [(NODES, nodes), (NAMESPACES, self._namespaces), (POLICIES, self._policies)]
+    def required(self) -> tuple[Resource, ...]:
+        """What the webhooks wait for: :data:`REQUIRED`, and DRA's kinds where it is served."""
+        return REQUIRED if self.dra is None else (*REQUIRED, DEVICE_CLASSES, RESOURCE_SLICES)
+
+    def sinks(self, *, dra: bool = False) -> list[tuple[Resource, Sink]]:
+        """The informers the webhooks need (:meth:`required`), with their sinks.
+
+        ``dra``: the API server serves ``resource.k8s.io/v1``; Nodes then go through
+        :class:`DraNodes` with the DeviceClasses and ResourceSlices.
+        """
+        if not dra:
+            nodes = Callbacks(self._node_upserted, self._node_deleted)
+            return [(NODES, nodes), (NAMESPACES, self._namespaces), (POLICIES, self._policies)]
+        self.dra = DraNodes(self.nodes)
+        return [
+            *dra_sinks(self.dra, self.node_changed),
+            (NAMESPACES, self._namespaces),
+            (POLICIES, self._policies),
+        ]
 
     def _node_upserted(self, obj: Mapping[str, Any]) -> None:
         """A node, reduced to what placement reads, into the shape index."""
@@ -183,12 +171,18 @@ class OperatorState:
         The drift watch's informers start once the webhooks' are listed: on one core, listing
         10,000 DaskClusters alongside would delay readiness by as long again.
         """
-        for resource, sink in self.sinks():
-            self._inform(api, resource, sink)
-        self._spawn(self._become_ready(), "readiness")
+        self._spawn(self._start(api), "informers")
         self._spawn(self._publisher(), "metrics publisher")
         if self.drift is not None:
             self._spawn(self._start_drift(api, self.drift), "drift start")
+
+    async def _start(self, api: ApiClient) -> None:
+        dra = await serves_dra(api)
+        if dra:
+            self.kube = await server_version(api)
+        for resource, sink in self.sinks(dra=dra):
+            self._inform(api, resource, sink)
+        await self._become_ready()
 
     async def _start_drift(self, api: ApiClient, drift: DriftWatch) -> None:
         await self.ready.wait()
@@ -221,17 +215,24 @@ class OperatorState:
     def waiting(self) -> tuple[str, ...]:
         """Required resources whose first LIST is not complete yet."""
         synced = {i.resource.kind for i in self.informers if i.synced.is_set()}
-        return tuple(r.kind for r in REQUIRED if r.kind not in synced)
+        if not self.informers:
+            return tuple(r.kind for r in REQUIRED)
+        return tuple(r.kind for r in self.required() if r.kind not in synced)
 
     async def _become_ready(self) -> None:
-        kinds = {r.kind for r in REQUIRED}
+        kinds = {r.kind for r in self.required()}
         await asyncio.gather(*(i.synced.wait() for i in self.informers if i.resource.kind in kinds))
+        if self.dra is not None:  # every node read once, with its slices and the classes
+            for change in self.dra.release():
+                self.node_changed(change)
         self.ready_at = time.monotonic() - self.started
         self.ready.set()
         self.publish()
         log.info(
             f"Ready after {self.ready_at:.2f} s: {len(self.nodes)} GPU nodes in "
-            f"{len(self.nodes.class_counts())} driver classes, {len(self._policies.items)} "
+            f"{len(self.nodes.class_counts())} driver classes"
+            + (f" ({self.dra.slices} ResourceSlices)" if self.dra is not None else "")
+            + f", {len(self._policies.items)} "
             f"policies, {len(self._namespaces.items)} namespaces"
         )
 

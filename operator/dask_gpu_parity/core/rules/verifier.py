@@ -6,6 +6,11 @@ form becomes the by-reference form (or back, where the policy asks for ``inline`
 ``gpu-parity-check`` that is not in one of our forms was written by hand and is left alone.
 Both also make sure the scheduler container can reach the driver's compute libraries under the
 legacy nvidia-container-runtime, which the verifier then proves with the scheduler's own env.
+
+Under DRA the init container asks for the scheduler's own extended resource: Kubernetes with
+PR #134882 (measured on v1.36.3) hands it the device the scheduler container then gets
+(docs/operator.md, "The verifier under DRA"). Where the scheduler asks for a DeviceClass that
+pins ``driverVersion``, the probe expects that driver, as the devices spell it (semver).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dask_gpu_parity.core.deviceclasses import IMPLICIT_PREFIX, DeviceClasses
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import DriverClass
 from dask_gpu_parity.core.policy import Delivery, Policy
@@ -38,6 +44,23 @@ def probe_image(policy: Policy) -> str:
     return policy.verifier.image or default_probe_image(policy.verifier.registry)
 
 
+def _expected_driver(ctx: Context, pinned: DriverClass | None, resource: str) -> str | None:
+    """The driver the scheduler is pinned to: by node labels, or by its DeviceClass' selector."""
+    if pinned is not None:
+        return pinned.driver
+    classes: DeviceClasses | None = ctx.inventory.device_classes if ctx.inventory else None
+    if classes is None:
+        return None
+    named = classes.by_name.get(resource.removeprefix(IMPLICIT_PREFIX))
+    found = (
+        [named]
+        if resource.startswith(IMPLICIT_PREFIX) and named is not None
+        else [c for c in classes.gpu_classes() if c.extended_resource_name == resource]
+    )
+    drivers = {c.pins.get("driverVersion") for c in found if c.gpu and c.exact}
+    return drivers.pop() if len(drivers) == 1 else None
+
+
 def verifier(ctx: Context, pinned: DriverClass | None) -> list[Finding]:
     """Inject or converge the verifier, expecting ``pinned``'s driver if known."""
     policy, scheduler = ctx.policy, ctx.view.scheduler
@@ -56,7 +79,9 @@ def verifier(ctx: Context, pinned: DriverClass | None) -> list[Finding]:
         inline=inline,
         gpu_resource=gpus[0].resource,
         gpu_count=str(gpus[0].quantity),
-        expect_driver=pinned.driver if pinned and policy.verifier.expect_driver else None,
+        expect_driver=_expected_driver(ctx, pinned, gpus[0].resource)
+        if policy.verifier.expect_driver
+        else None,
         min_compute_capability=policy.verifier.min_compute_capability,
         expect_cuda=cuda.version if (cuda := ctx.view.cuda) and cuda.minor_known else None,
         cpu=policy.verifier.resources.cpu,
