@@ -426,9 +426,22 @@ def ucx_answer(op: ParityOperator, gpu_nodes: int) -> str:
     return "admitted"  # without DGP013: a partial view (no inventory at all)
 
 
-def admission_p50(op: ParityOperator, creates: int) -> dict[str, float]:
+def tcp_cluster(dra: float) -> dict[str, Any]:
+    """The example TCP cluster; on a fleet with DRA nodes, without its GPU-product selector.
+
+    DRA nodes carry no GFD labels, so workers that select ``nvidia.com/gpu.product`` fit none
+    of them, and on a pure-DRA fleet admission rightly refuses the cluster (DGP013).
+    """
+    doc = example("gpu-cluster-tcp.yaml")
+    if dra:
+        selector = doc["spec"]["worker"]["spec"].get("nodeSelector", {})
+        selector.pop("nvidia.com/gpu.product", None)
+    return doc
+
+
+def admission_p50(op: ParityOperator, creates: int, dra: float = 0.0) -> dict[str, float]:
     custom = client.CustomObjectsApi(op.api)
-    template = example("gpu-cluster-tcp.yaml")
+    template = tcp_cluster(dra)
     latencies: dict[str, list[float]] = {BENCH_NS: [], SKIP_NS: []}
     for i in range(creates):
         for ns in (BENCH_NS, SKIP_NS):
@@ -578,7 +591,7 @@ def measure(
         run.rss, run.hwm = status.get("VmRSS", 0), status.get("VmHWM", 0)
         run.readyz, run.tls = watcher.readyz_at, watcher.tls_at
         if run.full is not None:
-            run.admission = admission_p50(op, args.creates)
+            run.admission = admission_p50(op, args.creates, args.dra)
     finally:
         watcher.stop.set()
         watcher.thread.join()
