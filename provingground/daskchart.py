@@ -1,7 +1,7 @@
 """The dask-kubernetes operator's own Helm chart and test suite, from its sdist (package index).
 
-``pip download --no-deps --no-binary :all: dask-kubernetes==2026.3.0`` fetches the sdist; its
-sha256 is pinned here, and the archive is unpacked into ``$DGP_CACHE/sdist/dask-kubernetes-<v>/``
+``provingground.sdist`` fetches the sdist from the package index (no pip, no build); its
+sha256 is pinned, and the archive is unpacked into ``$DGP_CACHE/sdist/dask-kubernetes-<v>/``
 (outside the clone, never committed). The chart is at
 ``dask_kubernetes/operator/deployment/helm/dask-kubernetes-operator/`` inside it, the operator's
 tests at ``dask_kubernetes/operator/{controller,kubecluster}/tests``.
@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
 from .images.pins import read_pins
+from .sdist import FetchError, fetch_sdist
 
 __all__ = [
     "CHART_PATH",
@@ -55,28 +54,14 @@ def _sha256(path: Path) -> str:
 
 
 def _download(into: Path) -> Path:
-    argv = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--no-binary",
-        ":all:",
-        "--disable-pip-version-check",
-        "--dest",
-        str(into),
-        f"dask-kubernetes=={DASK_KUBERNETES_VERSION}",
-    ]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    archives = sorted(into.glob("dask_kubernetes-*.tar.gz"))
-    if proc.returncode != 0 or len(archives) != 1:
-        last = (proc.stderr.strip().splitlines() or ["no sdist saved"])[-1]
-        raise SdistError(
-            f"Cannot download the dask-kubernetes {DASK_KUBERNETES_VERSION} sdist: {last}"
+    try:
+        return fetch_sdist(
+            "dask-kubernetes", DASK_KUBERNETES_VERSION, DASK_KUBERNETES_SDIST_SHA256, into
         )
-    return archives[0]
+    except FetchError as exc:
+        raise SdistError(
+            f"Cannot download the dask-kubernetes {DASK_KUBERNETES_VERSION} sdist: {exc}"
+        ) from exc
 
 
 def dask_kubernetes_sdist(root: Path | None = None) -> Path:

@@ -27,6 +27,7 @@ from provingground.images import bases, build, oci
 from provingground.images.buildkitd import BuildkitdError, buildkitd
 from provingground.images.catalog import IMAGE_NAMES, REPO_ROOT, Image
 from provingground.images.pins import PinMismatchError, Pins, check_sha256, read_pins
+from provingground.sdist import FetchError, fetch_sdist
 
 
 class ImagesError(RuntimeError):
@@ -50,8 +51,7 @@ def _sdist(pins: Pins, cache: Path) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
     archive = downloads / f"dask_kubernetes-{version}.tar.gz"
     if not archive.is_file():
-        pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"]
-        subprocess.run([*pip, f"dask-kubernetes=={version}", "-d", str(downloads)], check=True)
+        fetch_sdist("dask-kubernetes", version, pins.dask_kubernetes_sdist_sha256, downloads)
     check_sha256(archive, pins.dask_kubernetes_sdist_sha256, what=archive.name)
     partial = top.with_name(top.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.only,
             default_cache(),
         )
-    except (ImagesError, BuildkitdError, PinMismatchError) as exc:
+    except (ImagesError, BuildkitdError, PinMismatchError, FetchError) as exc:
         print(exc, file=sys.stderr)
         return 1
     except subprocess.CalledProcessError as exc:
