@@ -656,7 +656,7 @@ def slope(runs: list[Run], mode: str) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    doc = path.read_text()
+    doc = path.read_text() if path.exists() else ""
     if MARK_START in doc:
         before, rest = doc.split(MARK_START, 1)
         after = rest.split(MARK_END, 1)[1]

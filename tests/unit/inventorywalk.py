@@ -105,6 +105,18 @@ class Walk:
     def taints(self) -> frozenset[tuple[str, str, str]]:
         return frozenset(t for n in self.nodes for t in n.taints)
 
+    def out_of_service(self) -> tuple[str, ...]:
+        return tuple(sorted(n.name for n in self.nodes if n.unschedulable or not n.ready))
+
+    def blocking_taints(self) -> frozenset[tuple[str, str, str]]:
+        return frozenset(
+            t
+            for n in self.nodes
+            if n.ready and not n.unschedulable
+            for t in n.taints
+            if t[2] in ("NoSchedule", "NoExecute")
+        )
+
 
 def one_shape_per_node(manifests: Iterable[Mapping[str, Any]]) -> Inventory:
     """An inventory whose every shape is one node: its answers are a walk over the nodes."""
@@ -150,6 +162,8 @@ def same_answers(plain: Walk, fast: Inventory, pod_spec: Any, other: Any = None)
         )
     assert names(fast.nodes) == names(plain.nodes)
     assert fast.taints() == plain.taints()
+    assert fast.out_of_service() == plain.out_of_service()
+    assert fast.blocking_taints() == plain.blocking_taints()
     assert fast.labelled == plain.labelled
     assert fast.provider == plain.provider
     assert names(fast.unlabelled()) == names(plain.unlabelled())

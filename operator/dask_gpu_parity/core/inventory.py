@@ -58,6 +58,7 @@ class Inventory:
 
     Rules ask it questions (``fitting``, ``fits_any``, ``classes``, ``of_class``, ``size``,
     ``allocatable``, ``overlap``, ``legacy_labels``, ``label_values``, ``taints``,
+    ``blocking_taints``, ``out_of_service``,
     ``unlabelled``, ``labelled``, ``provider``, ``pools``) rather than walking ``nodes``: each
     is answered once per shape, and the :class:`Nodes` it hands out remember their shapes, so
     asking about them is per shape too. ``nodes`` is built only when something walks it.
@@ -289,6 +290,33 @@ class Inventory:
         if key in self._per_node:
             return frozenset(n.labels.get(key, "") for n in nodes)
         return frozenset(s.representative.labels.get(key, "") for s, _ in nodes.parts)
+
+    def out_of_service(self) -> tuple[str, ...]:
+        """The names of cordoned or NotReady GPU nodes, sorted (both are part of a shape)."""
+        if "out" not in self._facts:
+            self._facts["out"] = tuple(
+                sorted(
+                    n.name
+                    for s in self._shapes
+                    if s.representative.unschedulable or not s.representative.ready
+                    for n in s.members
+                )
+            )
+        found: tuple[str, ...] = self._facts["out"]
+        return found
+
+    def blocking_taints(self) -> frozenset[tuple[str, str, str]]:
+        """The NoSchedule and NoExecute taints of the GPU nodes that are ready and uncordoned."""
+        if "blocking" not in self._facts:
+            self._facts["blocking"] = frozenset(
+                taint
+                for s in self._shapes
+                if s.representative.ready and not s.representative.unschedulable
+                for taint in s.representative.taints
+                if taint[2] in ("NoSchedule", "NoExecute")
+            )
+        found: frozenset[tuple[str, str, str]] = self._facts["blocking"]
+        return found
 
     def taints(self) -> frozenset[tuple[str, str, str]]:
         """Every taint some GPU node carries (taints are part of a shape: one look per shape)."""

@@ -67,15 +67,12 @@ def _no_worker_node(ctx: Context, inventory: Inventory) -> Finding:
     """DGP022: the workers' pods would stay Pending; say what keeps them off the GPU nodes."""
     worker = ctx.view.worker
     resource = ctx.view.worker_gpus[0].resource
-    out = [n.name for n in inventory.nodes if n.unschedulable or not n.ready]
+    out = inventory.out_of_service()
     tolerations = worker.spec.get("tolerations")
     taints = sorted(
         {
             f"{key}={value}:{effect}" if value else f"{key}:{effect}"
-            for n in inventory.nodes
-            if n.ready and not n.unschedulable
-            for key, value, effect in n.taints
-            if effect in ("NoSchedule", "NoExecute")
+            for key, value, effect in inventory.blocking_taints()
         }
     )
     hints = []
