@@ -9,14 +9,13 @@ tests at ``dask_kubernetes/operator/{controller,kubecluster}/tests``.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tarfile
 import tempfile
 from pathlib import Path
 
-from .images.pins import read_pins
+from .images.pins import read_pins, sha256_file
 from .sdist import FetchError, fetch_sdist
 
 __all__ = [
@@ -43,14 +42,6 @@ class SdistError(RuntimeError):
 def _cache_root() -> Path:
     cache = os.environ.get("DGP_CACHE") or str(Path.home() / ".cache" / "dask-gpu-parity")
     return Path(cache) / "sdist"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _download(into: Path) -> Path:
@@ -80,7 +71,7 @@ def dask_kubernetes_sdist(root: Path | None = None) -> Path:
     partial.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="dask-kubernetes-sdist-") as tmp:
         archive = _download(Path(tmp))
-        found = _sha256(archive)
+        found = sha256_file(archive)
         if found != DASK_KUBERNETES_SDIST_SHA256:
             raise SdistError(
                 f"{archive.name} has sha256 {found}, expected {DASK_KUBERNETES_SDIST_SHA256}; "

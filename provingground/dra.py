@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import yaml
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from .objects import name_of, present
+from .objects import create_all, name_of, present
 from .pools import POOL_LABEL, POOLS, Pool, node_manifests, pools
 
 __all__ = [
@@ -224,20 +222,10 @@ def create_objects(
     """
     custom = client.CustomObjectsApi(api)
 
-    def create(body: Mapping[str, Any]) -> int:
-        try:
-            custom.create_cluster_custom_object(*RESOURCE, plural, dict(body), _request_timeout=30)
-        except ApiException as exc:
-            if exc.status == 409:
-                return 0
-            raise RuntimeError(
-                f"Creating {body['kind']} {body['metadata']['name']} failed: {exc.status} "
-                f"{exc.reason}: {exc.body}"
-            ) from exc
-        return 1
+    def create(body: dict[str, Any]) -> object:
+        return custom.create_cluster_custom_object(*RESOURCE, plural, body, _request_timeout=30)
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return sum(pool.map(create, bodies))
+    return create_all(create, bodies, concurrency)
 
 
 def publish(api: client.ApiClient, sizes: Mapping[str, int], concurrency: int = 16) -> int:

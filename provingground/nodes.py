@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
 
-from .objects import name_of, present
+from .objects import create_all, name_of, present
 from .pools import POOL_LABEL
 
 __all__ = ["api_client", "create_nodes", "delete_nodes", "node_is_schedulable", "wait_nodes_ready"]
@@ -35,21 +33,11 @@ def create_nodes(
     """Create Nodes concurrently; existing ones are left alone. Returns how many were created."""
     core = client.CoreV1Api(api)
 
-    def create(body: Mapping[str, Any]) -> int:
-        try:
-            # The client serialises a plain dict as it is, as its own examples pass bodies.
-            core.create_node(body=dict(body), _request_timeout=30)  # type: ignore[arg-type]
-        except ApiException as exc:
-            if exc.status == 409:
-                return 0
-            raise RuntimeError(
-                f"Creating Node {body['metadata']['name']} failed: {exc.status} {exc.reason}: "
-                f"{exc.body}"
-            ) from exc
-        return 1
+    def create(body: dict[str, Any]) -> object:
+        # The client serialises a plain dict as it is, as its own examples pass bodies.
+        return core.create_node(body=body, _request_timeout=30)  # type: ignore[arg-type]
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return sum(pool.map(create, manifests))
+    return create_all(create, manifests, concurrency, kind="Node")
 
 
 def node_is_schedulable(node: client.V1Node) -> bool:

@@ -7,11 +7,14 @@ server has them all. These helpers say so once, and fail with one clear line if 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-__all__ = ["as_dict", "name_of", "present"]
+__all__ = ["as_dict", "create_all", "name_of", "present"]
 
 T = TypeVar("T")
 
@@ -41,3 +44,40 @@ def as_dict(value: object, what: str) -> dict[str, Any]:
             f"The API server returned {type(value).__name__} for {what}, not an object"
         )
     return value
+
+
+def create_all(
+    create: Callable[[dict[str, Any]], object],
+    bodies: Iterable[Mapping[str, Any]],
+    concurrency: int,
+    kind: str | None = None,
+) -> int:
+    """``create`` each body concurrently; one that exists already is left alone.
+
+    Args:
+        create: the client call that creates one object from its body.
+        bodies: the objects.
+        concurrency: how many calls at once.
+        kind: the kind named in an error; ``None``: each body's ``kind``.
+
+    Returns:
+        How many were created.
+
+    Raises:
+        RuntimeError: a call failed other than with 409 Conflict.
+    """
+
+    def one(body: Mapping[str, Any]) -> int:
+        try:
+            create(dict(body))
+        except ApiException as exc:
+            if exc.status == 409:
+                return 0
+            raise RuntimeError(
+                f"Creating {kind or body['kind']} {body['metadata']['name']} failed: "
+                f"{exc.status} {exc.reason}: {exc.body}"
+            ) from exc
+        return 1
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return sum(pool.map(one, bodies))

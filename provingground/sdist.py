@@ -22,6 +22,8 @@ import urllib.request
 from pathlib import Path
 from typing import cast
 
+from .images.pins import sha256_file
+
 __all__ = ["FetchError", "fetch_sdist", "index_url"]
 
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -60,7 +62,7 @@ def fetch_sdist(project: str, version: str, sha256: str, dest: Path) -> Path:
     """
     filename = f"{re.sub(r'[-_.]+', '_', project).lower()}-{version}.tar.gz"
     archive = dest / filename
-    if archive.is_file() and _sha256(archive) == sha256:
+    if archive.is_file() and sha256_file(archive) == sha256:
         return archive
     page = f"{index_url()}/{re.sub(r'[-_.]+', '-', project).lower()}/"
     with _open(page, _JSON) as response:
@@ -89,11 +91,3 @@ def fetch_sdist(project: str, version: str, sha256: str, dest: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return archive
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -23,13 +23,15 @@ import argparse
 import gzip
 import hashlib
 import io
-import os
 import re
 import sys
 import tarfile
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+# release.py beside this file, whether it runs as ``python3 scripts/krew.py`` or is loaded by path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from release import TAG, replace_all
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "plugins" / "krew"
@@ -41,8 +43,6 @@ MEMBERS = (("LICENSE", ROOT / "LICENSE", 0o644), (LAUNCHER, PLUGIN / LAUNCHER, 0
 # A fixed modification time for every member (2020-01-01T00:00:00Z): the archive depends on the
 # files' bytes only, not on when they were checked out.
 MTIME = 1577836800
-# A release tag, as scripts/release.py checks it: v and a semantic version.
-TAG = re.compile(r"v(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)")
 # A GitHub repository, as $GITHUB_REPOSITORY names it: owner/name.
 REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
 # The template's quoted placeholders, in the order of the values render() fills in.
@@ -124,20 +124,7 @@ def build(tag: str, repository: str, out: Path, template: Path = PLUGIN / MANIFE
     )
     out.mkdir(parents=True, exist_ok=True)
     contents = {out / ARCHIVE: packed, out / MANIFEST: manifest.encode("utf-8")}
-    staged: list[tuple[str, Path]] = []
-    try:
-        for path, data in contents.items():
-            fd, temp = tempfile.mkstemp(dir=out, prefix=f".{path.name}.")
-            staged.append((temp, path))
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.chmod(temp, 0o644)
-        for temp, path in staged:
-            os.replace(temp, path)
-    finally:
-        for temp, _ in staged:
-            if os.path.exists(temp):
-                os.unlink(temp)
+    replace_all(contents, mode=0o644)
     return list(contents)
 
 

@@ -146,7 +146,7 @@ def pin(chart: Path, digests: dict[str, str]) -> list[str]:
         ReleaseError: a malformed digest, or a chart without a field to pin (nothing written).
     """
     pinned, contents = _pinned(chart, digests)
-    _replace_all(contents)
+    replace_all({path: text.encode("utf-8") for path, text in contents.items()})
     return pinned
 
 
@@ -192,18 +192,25 @@ def _pin_annotation(meta: list[str], reference: str, digest: str) -> None:
     meta[i] = f"{match[1]}{reference}@{digest}{ending}"
 
 
-def _replace_all(contents: dict[Path, str]) -> None:
-    """Write every file to a temporary file beside it, then rename them all into place."""
+def replace_all(contents: dict[Path, bytes], mode: int | None = None) -> None:
+    """Write every file to a temporary file beside it, then rename them all into place.
+
+    A failure leaves every file as it was and no temporary file behind.
+
+    Args:
+        contents: each file's new bytes.
+        mode: the files' permission bits; ``None`` keeps each existing file's.
+    """
     staged: list[tuple[str, Path]] = []
     try:
-        for path, text in contents.items():
+        for path, data in contents.items():
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
             staged.append((temp, path))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(temp, path.stat().st_mode & 0o777)
+            os.chmod(temp, path.stat().st_mode & 0o777 if mode is None else mode)
         for temp, path in staged:
             os.replace(temp, path)
     finally:

@@ -6,20 +6,13 @@ The cluster fixtures (``cluster``, ``namespace``, ``dask_operator``, ...) come f
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from provingground import BinariesMissingError, StaleCacheError, find_binaries
 
-from .helpers import CI_VALUES, TOOLS, TOOLS_HINT, Helm
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set: chart tests must run, not skip)", pytrace=False)
-    pytest.skip(reason)
+from .helpers import CI_VALUES, TOOLS, TOOLS_HINT, Helm, missing
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +21,7 @@ def helm_binary() -> Path:
     try:
         return find_binaries().helm
     except (BinariesMissingError, StaleCacheError) as exc:
-        _missing(str(exc))
+        missing(str(exc))
         raise  # unreachable: _missing skips or fails
 
 
@@ -51,7 +44,7 @@ def tool():
     def find(name: str) -> Path:
         path = TOOLS / name
         if not path.is_file():
-            _missing(f"{path} not found: {TOOLS_HINT}")
+            missing(f"{path} not found: {TOOLS_HINT}")
         return path
 
     return find

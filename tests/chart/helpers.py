@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from provingground.process import Tool, helm_env
@@ -120,3 +122,10 @@ def rbac_rows(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]
                     for verb in rule.get("verbs", []):
                         rows.add((group, resource, verb))
     return rows
+
+
+def missing(reason: str) -> None:
+    """Skip for want of a tool or binary, or fail where ``$CI`` is set (chart tests must run)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: chart tests must run, not skip)", pytrace=False)
+    pytest.skip(reason)

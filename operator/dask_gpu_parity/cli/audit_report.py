@@ -10,17 +10,15 @@ from typing import Any
 
 import yaml
 
-from dask_gpu_parity import __version__
 from dask_gpu_parity.audit import VERDICTS, Audited
 from dask_gpu_parity.core.findings import RULES, Finding, Severity
 from dask_gpu_parity.manifests.report import printable
+from dask_gpu_parity.manifests.report.sarif import SARIF_LEVEL, sarif_driver
 
 __all__ = ["AUDIT_FORMATS", "render_audit"]
 
 AUDIT_FORMATS = ("text", "json", "sarif", "policyreport")
-DOCS = "https://github.com/dask-gpu-parity/dask-gpu-parity/blob/main/docs/findings.md"
 POLICY = "dask-gpu-parity"  # the PolicyReport results' policy, as Kyverno's name their policy
-_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _RESULT = {Severity.ERROR: "fail", Severity.WARNING: "warn", Severity.INFO: "pass"}
 _COLUMNS = (
     "NAMESPACE", "KIND", "NAME", "VERDICT", "SCHEDULER NODE", "DRIVER", "CUDA", "GPU", "CHECK",
@@ -111,21 +109,11 @@ def _json(audited: Sequence[Audited]) -> str:
 
 def _sarif(audited: Sequence[Audited]) -> str:
     codes = {code: n for n, code in enumerate(RULES)}
-    rules = [
-        {
-            "id": r.code,
-            "name": r.name,
-            "shortDescription": {"text": r.title},
-            "helpUri": f"{DOCS}#{r.code.lower()}",
-            "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
-        }
-        for r in RULES.values()
-    ]
     results = [
         {
             "ruleId": f.code,
             "ruleIndex": codes[f.code],
-            "level": _SARIF_LEVEL[f.severity],
+            "level": SARIF_LEVEL[f.severity],
             "message": {
                 "text": printable(f"{a.kind} {a.namespace}/{a.name} {f.path}: {f.message}")
             },
@@ -142,14 +130,7 @@ def _sarif(audited: Sequence[Audited]) -> str:
         for f in a.findings
     ]
     run = {
-        "tool": {
-            "driver": {
-                "name": "dask-gpu-parity",
-                "version": __version__,
-                "informationUri": DOCS,
-                "rules": rules,
-            }
-        },
+        "tool": {"driver": sarif_driver()},
         "invocations": [{"executionSuccessful": True}],
         "results": results,
     }

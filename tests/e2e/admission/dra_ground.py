@@ -92,6 +92,20 @@ def create_pinned_class(cluster: E2ECluster) -> None:
     cluster.kubectl("apply", "-f", "-", input=json.dumps(driver_class("580.95.05")))
 
 
+def _running_on(cluster: E2ECluster, ns: str, pod: dict[str, Any]) -> str:
+    """Apply ``pod`` and wait until kube-scheduler has it running; the node it runs on."""
+    name = pod["metadata"]["name"]
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(pod))
+    core = client.CoreV1Api(cluster.api)
+
+    def running() -> str:
+        found = core.read_namespaced_pod(name, ns)
+        assert found.status.phase == "Running", found.status.phase
+        return str(found.spec.node_name)
+
+    return eventually(running, timeout=120, what=f"pod {ns}/{name} running")
+
+
 def run_pod(
     cluster: E2ECluster, ns: str, name: str, limits_: dict[str, str], labels: dict[str, str]
 ) -> str:
@@ -105,15 +119,7 @@ def run_pod(
             "tolerations": TOLERATE_GPU,
         },
     }
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(pod))
-    core = client.CoreV1Api(cluster.api)
-
-    def running() -> str:
-        found = core.read_namespaced_pod(name, ns)
-        assert found.status.phase == "Running", found.status.phase
-        return str(found.spec.node_name)
-
-    return eventually(running, timeout=120, what=f"pod {ns}/{name} running")
+    return _running_on(cluster, ns, pod)
 
 
 def place_pod(cluster: E2ECluster, ns: str, name: str, node: str, labels: dict[str, str]) -> None:
@@ -155,6 +161,31 @@ def events(cluster: E2ECluster, ns: str, reason: str, cluster_name: str) -> list
     ]
 
 
+def driver_mismatch(
+    cluster: E2ECluster,
+    parity: ParityOperator,
+    ns: str,
+    scheduler_pool: str,
+    worker_pool: str,
+) -> tuple[str, str, str]:
+    """Shape-A DaskCluster ``d``, its scheduler on ``scheduler_pool``, a worker on ``worker_pool``.
+
+    Returns:
+        The first ParityDriverMismatch Event's message, the scheduler's node and the worker's.
+    """
+    parity.create(shape("a", ns, "d"))
+    [scheduler, *_] = nodes_of(cluster, scheduler_pool)
+    [worker, *_] = nodes_of(cluster, worker_pool)
+    place_pod(cluster, ns, "d-scheduler", scheduler, dask_labels("d", "scheduler"))
+    place_pod(cluster, ns, "d-worker", worker, dask_labels("d", "worker"))
+    [message, *_] = eventually(
+        lambda: events(cluster, ns, "ParityDriverMismatch", "d"),
+        timeout=90,
+        what="ParityDriverMismatch",
+    )
+    return message, scheduler, worker
+
+
 def dask_labels(cluster_name: str, component: str) -> dict[str, str]:
     """The labels the dask operator puts on a cluster's pods."""
     return {"dask.org/cluster-name": cluster_name, "dask.org/component": component}
@@ -175,15 +206,7 @@ def pod_spec_pod(
             **({"nodeSelector": spec["nodeSelector"]} if "nodeSelector" in spec else {}),
         },
     }
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(pod))
-    core = client.CoreV1Api(cluster.api)
-
-    def running() -> str:
-        found = core.read_namespaced_pod(name, ns)
-        assert found.status.phase == "Running", found.status.phase
-        return str(found.spec.node_name)
-
-    return eventually(running, timeout=120, what=f"pod {ns}/{name} running")
+    return _running_on(cluster, ns, pod)
 
 
 def upgrade_slice(cluster: E2ECluster, node: str, driver: str, cuda: str) -> None:

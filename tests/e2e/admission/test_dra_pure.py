@@ -100,15 +100,6 @@ def test_drift_watch_sees_a_scheduler_on_another_driver(
     fleet_cluster: E2ECluster, parity: ParityOperator
 ) -> None:
     ns = g.namespace(fleet_cluster, "dra-pure-drift")
-    parity.create(g.shape("a", ns, "d"))
-    [h100, *_] = g.nodes_of(fleet_cluster, "h100-dra")
-    [a100, *_] = g.nodes_of(fleet_cluster, "a100-dra")
-    g.place_pod(fleet_cluster, ns, "d-scheduler", h100, g.dask_labels("d", "scheduler"))
-    g.place_pod(fleet_cluster, ns, "d-worker", a100, g.dask_labels("d", "worker"))
-    [message, *_] = eventually(
-        lambda: g.events(fleet_cluster, ns, "ParityDriverMismatch", "d"),
-        timeout=90,
-        what="ParityDriverMismatch",
-    )
+    message, h100, a100 = g.driver_mismatch(fleet_cluster, parity, ns, "h100-dra", "a100-dra")
     assert f"runs on node {h100} with driver 575.57.8 / CUDA 12.9" in message, message
     assert f"driver 580.95.5 / CUDA 13.0 (1 pod: d-worker on {a100})" in message, message

@@ -32,6 +32,19 @@ CLASSES = {
 }
 
 
+def _cel_class(name: str, expression: str) -> DeviceClass:
+    """A ``resource.k8s.io/v1`` DeviceClass with one CEL selector, as read."""
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+    found = device_class(obj)
+    assert found is not None
+    return found
+
+
 @pytest.mark.parametrize(
     "obj",
     [*items("deviceclasses.yaml"), *items("deviceclass-pinned-580.yaml")],
@@ -74,38 +87,19 @@ def test_what_is_no_device_class_reads_as_none(obj: Any) -> None:
 
 
 def test_a_selector_with_a_disjunction_is_not_read_exactly_and_its_pins_do_not_filter() -> None:
-    obj = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "either"},
-        "spec": {
-            "selectors": [
-                {
-                    "cel": {
-                        "expression": "device.driver == 'gpu.nvidia.com' && "
-                        "(device.attributes['gpu.nvidia.com'].productName == 'A' || "
-                        "device.attributes['gpu.nvidia.com'].productName == 'B')"
-                    }
-                }
-            ]
-        },
-    }
-    found = device_class(obj)
-    assert found is not None
+    found = _cel_class(
+        "either",
+        "device.driver == 'gpu.nvidia.com' && "
+        "(device.attributes['gpu.nvidia.com'].productName == 'A' || "
+        "device.attributes['gpu.nvidia.com'].productName == 'B')",
+    )
     assert not found.exact
     assert found.gpu
     assert found.matches("gpu.nvidia.com", {"type": "gpu", "productName": "B"})
 
 
 def test_another_drivers_class_is_no_gpu_class() -> None:
-    obj = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "fpga.example.com"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'fpga.example.com'"}}]},
-    }
-    found = device_class(obj)
-    assert found is not None
+    found = _cel_class("fpga.example.com", "device.driver == 'fpga.example.com'")
     assert not found.gpu
 
 
@@ -168,46 +162,22 @@ def test_pinned_to_finds_the_class_of_one_driver_in_either_spelling() -> None:
 
 
 def test_a_class_selecting_either_of_two_types_selects_any_type() -> None:
-    obj = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gpu-or-mig"},
-        "spec": {
-            "selectors": [
-                {
-                    "cel": {
-                        "expression": "device.driver == 'gpu.nvidia.com' && "
-                        "(device.attributes['gpu.nvidia.com'].type == 'gpu' || "
-                        "device.attributes['gpu.nvidia.com'].type == 'mig')"
-                    }
-                }
-            ]
-        },
-    }
-    found = device_class(obj)
-    assert found is not None
+    found = _cel_class(
+        "gpu-or-mig",
+        "device.driver == 'gpu.nvidia.com' && "
+        "(device.attributes['gpu.nvidia.com'].type == 'gpu' || "
+        "device.attributes['gpu.nvidia.com'].type == 'mig')",
+    )
     assert (found.device_type, found.exact, found.gpu) == (None, False, True)
     assert found.matches("gpu.nvidia.com", {"type": "mig"})
 
 
 def test_a_pin_on_another_domains_attribute_keeps_its_domain() -> None:
-    obj = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gpu-on-root"},
-        "spec": {
-            "selectors": [
-                {
-                    "cel": {
-                        "expression": "device.driver == 'gpu.nvidia.com' && "
-                        "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:64'"
-                    }
-                }
-            ]
-        },
-    }
-    found = device_class(obj)
-    assert found is not None
+    found = _cel_class(
+        "gpu-on-root",
+        "device.driver == 'gpu.nvidia.com' && "
+        "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:64'",
+    )
     assert dict(found.pins) == {"resource.kubernetes.io/pcieRoot": "pci0000:64"}
     assert found.matches("gpu.nvidia.com", {"resource.kubernetes.io/pcieRoot": "pci0000:64"})
     assert not found.matches("gpu.nvidia.com", {"resource.kubernetes.io/pcieRoot": "pci0000:00"})

@@ -443,16 +443,9 @@ def test_an_earlier_releases_verifier_in_a_running_scheduler_is_not_drift() -> N
     assert [f.code for f in report.findings] == ["DGP001"]  # a real drift still is
 
 
-def test_check_shares_the_schedulers_dra_claims() -> None:
-    """A container with native claims (tests/fixtures/dra/pod-claims.yaml, pod1: NVIDIA's
-    demo/specs/quickstart/v1/gpu-test1.yaml) gives the check the same claims, so it proves the
-    device the container gets, not another."""
-    docs = yaml.safe_load_all(
-        (Path(__file__).parents[2] / "fixtures/dra/pod-claims.yaml").read_text()
-    )
-    [pod] = [d for d in docs if d and d["kind"] == "Pod" and d["metadata"]["name"] == "pod1"]
-    container = {**pod["spec"]["containers"][0], "image": "rapidsai/base:25.10-cuda13.0-py3.12"}
-    check = verifier.init_container(
+def _one_gpu_check(container: dict[str, Any]) -> dict[str, Any]:
+    """The check for ``container``, which asks for one ``nvidia.com/gpu``."""
+    return verifier.init_container(
         container,
         inline=False,
         gpu_resource="nvidia.com/gpu",
@@ -462,16 +455,19 @@ def test_check_shares_the_schedulers_dra_claims() -> None:
         cpu="100m",
         memory="256Mi",
     )
+
+
+def test_check_shares_the_schedulers_dra_claims() -> None:
+    """A container with native claims (tests/fixtures/dra/pod-claims.yaml, pod1: NVIDIA's
+    demo/specs/quickstart/v1/gpu-test1.yaml) gives the check the same claims, so it proves the
+    device the container gets, not another."""
+    docs = yaml.safe_load_all(
+        (Path(__file__).parents[2] / "fixtures/dra/pod-claims.yaml").read_text()
+    )
+    [pod] = [d for d in docs if d and d["kind"] == "Pod" and d["metadata"]["name"] == "pod1"]
+    container = {**pod["spec"]["containers"][0], "image": "rapidsai/base:25.10-cuda13.0-py3.12"}
+    check = _one_gpu_check(container)
     assert check["resources"]["claims"] == [{"name": "gpu"}]
     assert check["resources"]["claims"] is not container["resources"]["claims"]  # a copy
-    plain = verifier.init_container(
-        {"name": "scheduler", "image": "x:1"},
-        inline=False,
-        gpu_resource="nvidia.com/gpu",
-        gpu_count="1",
-        expect_driver=None,
-        min_compute_capability=None,
-        cpu="100m",
-        memory="256Mi",
-    )
+    plain = _one_gpu_check({"name": "scheduler", "image": "x:1"})
     assert "claims" not in plain["resources"]

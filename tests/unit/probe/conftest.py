@@ -1,5 +1,5 @@
 """The probe's fixtures: fake driver libraries and modules (harness.py)."""
 
-from .harness import fakes
+from .harness import fakes, no_driver
 
-__all__ = ["fakes"]
+__all__ = ["fakes", "no_driver"]

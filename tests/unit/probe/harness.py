@@ -61,6 +61,16 @@ class Fakes:
     modules: Path
 
 
+@pytest.fixture
+def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No driver library loads in this process: ``ctypes.CDLL`` fails as on a node without one."""
+
+    def no_library(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
+
+
 @pytest.fixture(scope="session")
 def fakes(tmp_path_factory: pytest.TempPathFactory) -> Fakes:
     gcc = shutil.which("gcc")

@@ -97,15 +97,12 @@ def test_a_probe_used_on_its_own_imports_when_asked(monkeypatch: pytest.MonkeyPa
     assert imports.ident is None
 
 
+@pytest.mark.usefixtures("no_driver")
 def test_in_process_main_leaves_no_import_thread_and_the_switch_interval_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`dask-gpu-parity verify-gpu` calls main(argv) in process."""
 
-    def no_library(name: str) -> None:
-        raise OSError(f"{name}: cannot open shared object file")
-
-    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
     interval = sys.getswitchinterval()
     assert probe.main(["--termination-log", str(tmp_path / "log")]) == 1
     assert json.loads(capsys.readouterr().out)["failed_check"] == "libraries"

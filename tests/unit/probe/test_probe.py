@@ -530,17 +530,14 @@ def test_unwritable_termination_log_is_ignored(fakes: Fakes, tmp_path: Path) -> 
     assert run_probe(fakes, tmp_path, {**env, "CUDA_VISIBLE_DEVICES": "-1"}).code == 1
 
 
+@pytest.mark.usefixtures("no_driver")
 def test_main_in_process_without_driver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`dask-gpu-parity verify-gpu` calls main(argv) in process."""
 
-    def no_library(name: str) -> None:
-        raise OSError(f"{name}: cannot open shared object file")
-
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("NVIDIA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
     log = tmp_path / "log"
     assert probe.main(["--termination-log", str(log)]) == 1
     out, err = capsys.readouterr()
@@ -582,16 +579,13 @@ def test_env_vars_are_the_documented_settings() -> None:
     assert all(f"| {name} |" in text or f"| `{name}` |" in text for name in probe.CHECKS)
 
 
+@pytest.mark.usefixtures("no_driver")
 def test_in_process_main_leaves_no_watchdog_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A failed in-process run must cancel its timer, or it would kill the caller later."""
     import threading
 
-    def no_library(name: str) -> None:
-        raise OSError(f"{name}: cannot open shared object file")
-
-    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
     before = {t for t in threading.enumerate() if isinstance(t, threading.Timer)}
     assert probe.main(["--termination-log", str(tmp_path / "log")]) == 1
     capsys.readouterr()
@@ -677,6 +671,7 @@ def test_a_fifo_termination_log_with_a_reader_gets_the_line(fakes: Fakes, tmp_pa
     assert line.startswith(f"GPU ok: Fake H200 {UUID}")
 
 
+@pytest.mark.usefixtures("no_driver")
 @pytest.mark.parametrize("blank", [" ", "\t", "  \n"], ids=["space", "tab", "newline"])
 def test_a_blank_termination_log_setting_counts_as_unset(
     tmp_path: Path,
@@ -686,11 +681,7 @@ def test_a_blank_termination_log_setting_counts_as_unset(
 ) -> None:
     """Unset means the default path; no file named by whitespace is ever created."""
 
-    def no_library(name: str) -> None:
-        raise OSError(f"{name}: cannot open shared object file")
-
     default = tmp_path / "default-log"
-    monkeypatch.setattr(probe.ctypes, "CDLL", no_library)
     monkeypatch.setitem(probe._DEFAULTS, probe.ENV_TERMINATION_LOG, str(default))
     monkeypatch.setenv(probe.ENV_TERMINATION_LOG, blank)
     monkeypatch.chdir(tmp_path)

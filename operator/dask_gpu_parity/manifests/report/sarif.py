@@ -21,14 +21,37 @@ from dask_gpu_parity.core.findings import RULES, Severity
 from .data import dumps
 from .model import Located, fingerprints, printable, relative_path
 
-__all__ = ["DOCS", "SRCROOT", "sarif"]
+__all__ = ["DOCS", "SARIF_LEVEL", "SRCROOT", "sarif", "sarif_driver"]
 
 DOCS = "https://github.com/dask-gpu-parity/dask-gpu-parity/blob/main/docs/findings.md"
 SRCROOT = "%SRCROOT%"
 _SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
-_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def sarif_driver() -> dict[str, Any]:
+    """A run's ``tool.driver``: this tool and every rule, in :data:`RULES` order.
+
+    A result's ``ruleIndex`` is its rule's position in :data:`RULES`.
+    """
+    rules = [
+        {
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.title},
+            "helpUri": f"{DOCS}#{rule.code.lower()}",
+            "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity]},
+        }
+        for rule in RULES.values()
+    ]
+    return {
+        "name": "dask-gpu-parity",
+        "version": __version__,
+        "informationUri": DOCS,
+        "rules": rules,
+    }
 
 
 def _artifact(path: str | None, cwd: str) -> dict[str, Any]:
@@ -48,7 +71,7 @@ def _result(item: Located, index: int, fingerprint: str, cwd: str) -> dict[str, 
     return {
         "ruleId": item.finding.code,
         "ruleIndex": index,
-        "level": _LEVEL[item.finding.severity],
+        "level": SARIF_LEVEL[item.finding.severity],
         "message": {"text": printable(item.subject + item.finding.message)},
         "locations": [{"physicalLocation": location}],
         "partialFingerprints": {"dgp/v2": fingerprint},
@@ -59,16 +82,6 @@ def sarif(items: Sequence[Located], counts: dict[str, int]) -> str:
     """A SARIF log with one run: every rule, and a result per finding."""
     cwd = os.getcwd()
     codes = {code: n for n, code in enumerate(RULES)}
-    rules = [
-        {
-            "id": rule.code,
-            "name": rule.name,
-            "shortDescription": {"text": rule.title},
-            "helpUri": f"{DOCS}#{rule.code.lower()}",
-            "defaultConfiguration": {"level": _LEVEL[rule.severity]},
-        }
-        for rule in RULES.values()
-    ]
     results = [
         _result(i, codes[i.finding.code], fingerprint, cwd)
         for i, fingerprint in zip(items, fingerprints(items), strict=True)
@@ -79,14 +92,7 @@ def sarif(items: Sequence[Located], counts: dict[str, int]) -> str:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "dask-gpu-parity",
-                        "version": __version__,
-                        "informationUri": DOCS,
-                        "rules": rules,
-                    }
-                },
+                "tool": {"driver": sarif_driver()},
                 "originalUriBaseIds": {SRCROOT: {"uri": root}},
                 "invocations": [{"executionSuccessful": True}],
                 "results": results,
