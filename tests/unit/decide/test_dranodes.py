@@ -155,3 +155,16 @@ def test_nodes_are_read_once_everything_is_listed_and_a_deleted_class_is_forgott
     dra.class_deleted(_key(pinned[0]))
     assert name not in _view(_snapshot(dra))["dra-a100-0"][1]
     assert name not in dra.index.classes.gpu_names
+
+
+def test_a_fleets_devices_share_their_records_without_the_gpus_own_identity() -> None:
+    objects = _items("pure-dra.yaml") + _items("deviceclasses.yaml")
+    dra = DraNodes(NodeIndex())
+    _feed(dra, objects)
+    a100 = dra.devices("dra-a100-0")
+    assert len(a100) == 4
+    assert all("uuid" not in d.attributes for d in a100)
+    assert a100[0].attributes["driverVersion"] == "580.95.5"
+    again = DraNodes(NodeIndex())
+    _feed(again, copy.deepcopy(objects))
+    assert [id(d) for d in again.devices("dra-a100-0")] == [id(d) for d in a100]
