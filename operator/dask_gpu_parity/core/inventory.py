@@ -8,9 +8,7 @@ one pod fits one node is :mod:`.fits`; both are re-exported here.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, NoReturn
 
@@ -18,7 +16,16 @@ from .deviceclasses import NVIDIA_CLASSES, DeviceClasses, device_class
 from .fits import PodFilter, gpu_demand, node_fits, pod_gpu_demand, toleration_matches
 from .nodes import CUDA_FULL, DRIVER_FULL, DriverClass, GpuNode, driver_class, gpu_nodes
 from .providers import PROVIDERS, PoolClass, Provider
-from .shapes import PER_NODE_LABELS, Nodes, Shape, group, own_name_keys, referenced_keys
+from .shapes import (
+    PER_NODE_LABELS,
+    Nodes,
+    Overlap,
+    Shape,
+    group,
+    overlap,
+    own_name_keys,
+    referenced_keys,
+)
 
 __all__ = [
     "CUDA_FULL",
@@ -38,19 +45,6 @@ __all__ = [
     "referenced_keys",
     "toleration_matches",
 ]
-
-
-@dataclass(frozen=True)
-class Overlap:
-    """The workers' nodes by allocatable GPUs, and where the scheduler can go among them.
-
-    ``groups`` counts the workers' nodes by (allocatable units of the resource, whether the
-    scheduler fits there too); ``elsewhere``: the scheduler fits some node the workers cannot
-    use, so it need not take one of their GPUs.
-    """
-
-    groups: Counter[tuple[Decimal, bool]]
-    elsewhere: bool
 
 
 class Inventory:
@@ -215,11 +209,18 @@ class Inventory:
             return any(key in n.labels for n in members)
         return key in shape.representative.labels
 
+    def _fact(self, key: str, answer: Callable[[], Any]) -> Any:
+        """``answer()``, asked once: a fact of the nodes that no pod changes."""
+        if key not in self._facts:
+            self._facts[key] = answer()
+        return self._facts[key]
+
     @property
     def provider(self) -> Provider | None:
         """The managed Kubernetes service the nodes' labels name, if any (asked once)."""
-        if "provider" not in self._facts:
-            self._facts["provider"] = next(
+        found: Provider | None = self._fact(
+            "provider",
+            lambda: next(
                 (
                     provider
                     for provider in PROVIDERS
@@ -227,8 +228,8 @@ class Inventory:
                     if any(self._has_label(shape, shape.members, k) for k in provider.labels)
                 ),
                 None,
-            )
-        found: Provider | None = self._facts["provider"]
+            ),
+        )
         return found
 
     def pools(self, nodes: Nodes) -> dict[PoolClass, Nodes]:
@@ -257,26 +258,8 @@ class Inventory:
         )
 
     def overlap(self, workers: Nodes, scheduler: Nodes, resource: str) -> Overlap:
-        """How ``workers`` (from ``fitting``) and ``scheduler`` (from ``fitting``) share nodes.
-
-        A shape both reach wholly counts at once; only a shape that a per-node selector
-        splits is compared node by node.
-        """
-        mine = {id(shape): members for shape, members in scheduler.parts}
-        groups: Counter[tuple[Decimal, bool]] = Counter()
-        elsewhere = False
-        for shape, members in workers.parts:
-            units = shape.representative.allocatable.get(resource, Decimal(0))
-            both = mine.pop(id(shape), ())
-            if len(both) == len(shape.members) or not both:  # all of the shape, or none of it
-                groups[units, bool(both)] += len(members)
-                elsewhere = elsewhere or len(both) > len(members)
-                continue
-            names = {n.name for n in both}
-            for node in members:
-                groups[units, node.name in names] += 1
-            elsewhere = elsewhere or bool(names - {n.name for n in members})
-        return Overlap(groups, elsewhere or any(mine.values()))
+        """How ``workers`` and ``scheduler`` (both from ``fitting``) share nodes (per shape)."""
+        return overlap(workers, scheduler, resource)
 
     def legacy_labels(self, nodes: Nodes) -> bool:
         """Whether any of ``nodes`` has only the pre-2024 GFD driver labels."""
@@ -293,36 +276,24 @@ class Inventory:
 
     def out_of_service(self) -> tuple[str, ...]:
         """The names of cordoned or NotReady GPU nodes, sorted (both are part of a shape)."""
-        if "out" not in self._facts:
-            self._facts["out"] = tuple(
-                sorted(
-                    n.name
-                    for s in self._shapes
-                    if s.representative.unschedulable or not s.representative.ready
-                    for n in s.members
-                )
-            )
-        found: tuple[str, ...] = self._facts["out"]
+        out = (n for s in self._shapes if not _serving(s.representative) for n in s.members)
+        found: tuple[str, ...] = self._fact("out", lambda: tuple(sorted(n.name for n in out)))
         return found
 
     def blocking_taints(self) -> frozenset[tuple[str, str, str]]:
         """The NoSchedule and NoExecute taints of the GPU nodes that are ready and uncordoned."""
-        if "blocking" not in self._facts:
-            self._facts["blocking"] = frozenset(
-                taint
-                for s in self._shapes
-                if s.representative.ready and not s.representative.unschedulable
-                for taint in s.representative.taints
-                if taint[2] in ("NoSchedule", "NoExecute")
-            )
-        found: frozenset[tuple[str, str, str]] = self._facts["blocking"]
+        nodes = (s.representative for s in self._shapes if _serving(s.representative))
+        blocking = (t for n in nodes for t in n.taints if t[2] in ("NoSchedule", "NoExecute"))
+        found: frozenset[tuple[str, str, str]] = self._fact("blocking", lambda: frozenset(blocking))
         return found
 
     def taints(self) -> frozenset[tuple[str, str, str]]:
         """Every taint some GPU node carries (taints are part of a shape: one look per shape)."""
-        if "taints" not in self._facts:
-            self._facts["taints"] = frozenset(
-                t for s in self._shapes for t in s.representative.taints
-            )
-        found: frozenset[tuple[str, str, str]] = self._facts["taints"]
+        every = (t for s in self._shapes for t in s.representative.taints)
+        found: frozenset[tuple[str, str, str]] = self._fact("taints", lambda: frozenset(every))
         return found
+
+
+def _serving(node: GpuNode) -> bool:
+    """Whether the node takes new pods: Ready and not cordoned."""
+    return node.ready and not node.unschedulable

@@ -11,8 +11,10 @@ identical nodes costs one call. A pod that selects on a per-node label or on a f
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, overload
 
 from .nodes import DriverClass, GpuNode
@@ -21,8 +23,10 @@ from .plain import as_list, as_map, get_in
 __all__ = [
     "PER_NODE_LABELS",
     "Nodes",
+    "Overlap",
     "Shape",
     "group",
+    "overlap",
     "own_name_keys",
     "referenced_keys",
     "shape_key",
@@ -74,6 +78,19 @@ def shape_key(node: GpuNode, per_node: frozenset[str] | set[str]) -> Hashable:
             value = {k: v for k, v in value.items() if k not in per_node}
         parts.append(_freeze(value))
     return tuple(parts)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The workers' nodes by allocatable GPUs, and where the scheduler can go among them.
+
+    ``groups`` counts the workers' nodes by (allocatable units of the resource, whether the
+    scheduler fits there too); ``elsewhere``: the scheduler fits some node the workers cannot
+    use, so it need not take one of their GPUs.
+    """
+
+    groups: Counter[tuple[Decimal, bool]]
+    elsewhere: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,3 +149,26 @@ class Nodes(Sequence[GpuNode]):
         if self._flat is None:
             self._flat = tuple(self)
         return self._flat[index]
+
+
+def overlap(workers: Nodes, scheduler: Nodes, resource: str) -> Overlap:
+    """How ``workers`` (from ``fitting``) and ``scheduler`` (from ``fitting``) share nodes.
+
+    A shape both reach wholly counts at once; only a shape that a per-node selector
+    splits is compared node by node.
+    """
+    mine = {id(shape): members for shape, members in scheduler.parts}
+    groups: Counter[tuple[Decimal, bool]] = Counter()
+    elsewhere = False
+    for shape, members in workers.parts:
+        units = shape.representative.allocatable.get(resource, Decimal(0))
+        both = mine.pop(id(shape), ())
+        if len(both) == len(shape.members) or not both:  # all of the shape, or none of it
+            groups[units, bool(both)] += len(members)
+            elsewhere = elsewhere or len(both) > len(members)
+            continue
+        names = {n.name for n in both}
+        for node in members:
+            groups[units, node.name in names] += 1
+        elsewhere = elsewhere or bool(names - {n.name for n in members})
+    return Overlap(groups, elsewhere or any(mine.values()))
