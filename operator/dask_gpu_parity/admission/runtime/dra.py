@@ -34,7 +34,9 @@ log = logging.getLogger("dask_gpu_parity")
 NODES = Resource("nodes", "/api/v1/nodes")
 DRA_API = "/apis/resource.k8s.io/v1"
 DEVICE_CLASSES = Resource("deviceclasses", f"{DRA_API}/deviceclasses")
-RESOURCE_SLICES = Resource("resourceslices", f"{DRA_API}/resourceslices")
+# A slice of 8 GPUs is 3.8 KiB of JSON (benchmarks/scale.py --dra): a page of 100 holds 0.4 MiB
+# of it where 500 would hold 1.9 MiB, several times that once parsed.
+RESOURCE_SLICES = Resource("resourceslices", f"{DRA_API}/resourceslices", page_size=100)
 _DISCOVERY_BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 
 

@@ -40,6 +40,7 @@ class Resource:
     kind: str  # for logs and metrics, e.g. "nodes"
     path: str  # e.g. "/api/v1/nodes", "/apis/apps/v1/deployments"
     label_selector: str = ""
+    page_size: int = PAGE_SIZE  # objects per LIST page: what one page holds in memory at once
 
 
 class Sink(Protocol):

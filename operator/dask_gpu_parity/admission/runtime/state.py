@@ -192,7 +192,7 @@ class OperatorState:
         self._spawn(drift.events.run(), "events")
 
     def _inform(self, api: ApiClient, resource: Resource, sink: Sink) -> None:
-        informer = Informer(api, resource, sink)
+        informer = Informer(api, resource, sink, page_size=resource.page_size)
         self.informers.append(informer)
         self._spawn(informer.run(), f"informer {resource.kind}")
 
