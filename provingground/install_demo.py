@@ -9,6 +9,8 @@ process computes through. The GPU examples that follow go through the chart's we
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import time
 import warnings
 from collections.abc import Callable
@@ -88,6 +90,31 @@ def _ready_pods(kubectl: Kubectl, namespace: str, name: str) -> list[dict[str, A
     return ready
 
 
+def _answers_as_dask(address: str, deadline: float) -> None:
+    """Wait until ``address`` (``tcp://host:port``) answers as a Dask comm, not as anything else.
+
+    Pods Ready is not a route: until kube-proxy has written the new Service's rules, a
+    connection to its ClusterIP leaves the host by the default route, and whatever answers
+    there (an egress proxy answers ``HTTP/1.1 ...``) is not the scheduler. A Dask server
+    writes its handshake first, prefixed by its length as a little-endian uint64: a few
+    hundred bytes, where an HTTP status line read the same way is 10^18.
+    """
+    host, port = address.removeprefix("tcp://").rsplit(":", 1)
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, int(port)), timeout=5) as conn:
+                conn.settimeout(5)
+                prefix = conn.recv(8, socket.MSG_WAITALL)
+            if len(prefix) == 8 and struct.unpack("<Q", prefix)[0] < 1 << 20:
+                return
+            last = f"answered {prefix!r}"
+        except OSError as exc:
+            last = str(exc) or type(exc).__name__
+        time.sleep(1)
+    raise TimeoutError(f"{address} did not answer as a Dask scheduler: {last}")
+
+
 def compute_through(
     kubectl: Kubectl, namespace: str, name: str, workers: int, timeout: float = 300
 ) -> tuple[str, int, int]:
@@ -108,6 +135,7 @@ def compute_through(
         kubectl("get", "service", f"{name}-scheduler", "-n", namespace, "-o", "json").stdout
     )
     address = f"tcp://{service['spec']['clusterIP']}:8786"
+    _answers_as_dask(address, deadline)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", VersionMismatchWarning)
         with Client(address, timeout="60s") as client:
