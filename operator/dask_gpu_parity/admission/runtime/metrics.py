@@ -21,6 +21,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from dask_gpu_parity.admission.decide.reviews import Answer
 
 from .events import EventCounts
+from .reports import ReportCounts
 
 __all__ = [
     "ADMISSIONS",
@@ -114,6 +115,7 @@ class Snapshot:
     informers: tuple[InformerFigures, ...] = ()
     drift: DriftFigures = DriftFigures()
     events: EventCounts = field(default_factory=EventCounts)
+    reports: ReportCounts = field(default_factory=ReportCounts)
 
 
 _current = Snapshot()
@@ -228,6 +230,7 @@ class _SnapshotCollector:
         yield _gauge(
             "dgp_events_pending", "Events queued, not posted yet", [], [(counted.pending,)]
         )
+        yield from _report_families(s.reports)
         if s.drift.first_pass_seconds is not None:
             yield _gauge(
                 "dgp_drift_first_pass_seconds",
@@ -235,6 +238,34 @@ class _SnapshotCollector:
                 [],
                 [(s.drift.first_pass_seconds,)],
             )
+
+
+def _report_families(counted: ReportCounts) -> Iterator[Metric]:
+    yield _gauge(
+        "dgp_policyreports_served",
+        "1 when the API server serves wgpolicyk8s.io/v1alpha2 PolicyReports",
+        [],
+        [(1.0 if counted.served else 0.0,)],
+    )
+    yield _gauge(
+        "dgp_policyreports", "PolicyReports of ours on the API server", [], [(counted.reports,)]
+    )
+    writes = CounterMetricFamily(
+        "dgp_policyreport_writes", "PolicyReport writes by outcome", labels=["outcome"]
+    )
+    for outcome, number in (
+        ("written", counted.written),
+        ("deleted", counted.deleted),
+        ("failed", counted.failed),
+    ):
+        writes.add_metric([outcome], number)
+    yield writes
+    yield _gauge(
+        "dgp_policyreports_pending",
+        "DaskClusters whose PolicyReport waits to be written",
+        [],
+        [(counted.pending,)],
+    )
 
 
 REGISTRY.register(_SnapshotCollector())
