@@ -55,6 +55,9 @@ DRIFT_VERBS = frozenset(
     }
 )
 REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})
+REPORT_VERBS = frozenset(
+    ("wgpolicyk8s.io", "policyreports", verb) for verb in ("list", "create", "patch", "delete")
+)
 MUTATING = ("mutate-daskcluster", "mutate-daskjob")
 VALIDATING = ("validate-daskcluster", "validate-daskjob", "validate-daskworkergroup")
 

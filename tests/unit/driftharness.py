@@ -16,8 +16,8 @@ from dask_gpu_parity.admission.runtime.driftwatch import DriftWatch
 from dask_gpu_parity.admission.runtime.events import EventCounts
 from dask_gpu_parity.admission.runtime.informer import Sink
 from dask_gpu_parity.admission.runtime.reports import ReportCounts
-from dask_gpu_parity.core.policyreport import Outcome, Subject
 from dask_gpu_parity.admission.runtime.state import OperatorState, Options
+from dask_gpu_parity.core.policyreport import Outcome, Subject
 from tests.unit.helpers import example
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 
 from dask_gpu_parity.core.engine import evaluate
-
 from tests.unit.driftharness import Harness, dask_cluster, pod, run, scheduler_deployment
 from tests.unit.gpunodes import node
 

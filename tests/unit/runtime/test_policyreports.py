@@ -151,8 +151,9 @@ def test_a_changed_verdict_is_written_with_its_new_digest() -> None:
 
     asyncio.run(running(fake, script, lambda w: w.written >= 1))
     after = fake.stored["team/dask-gpu-parity-uid-a"]
-    assert after["metadata"]["annotations"][DIGEST_ANNOTATION] != (
-        before["metadata"]["annotations"][DIGEST_ANNOTATION]
+    assert (
+        after["metadata"]["annotations"][DIGEST_ANNOTATION]
+        != (before["metadata"]["annotations"][DIGEST_ANNOTATION])
     )
 
 
