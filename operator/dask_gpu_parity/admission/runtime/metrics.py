@@ -240,32 +240,19 @@ class _SnapshotCollector:
             )
 
 
-def _report_families(counted: ReportCounts) -> Iterator[Metric]:
-    yield _gauge(
-        "dgp_policyreports_served",
-        "1 when the API server serves wgpolicyk8s.io/v1alpha2 PolicyReports",
-        [],
-        [(1.0 if counted.served else 0.0,)],
-    )
-    yield _gauge(
-        "dgp_policyreports", "PolicyReports of ours on the API server", [], [(counted.reports,)]
-    )
+def _report_families(c: ReportCounts) -> Iterator[Metric]:
+    for name, doc, value in (
+        ("dgp_policyreports_served", "1 when wgpolicyk8s.io/v1alpha2 is served", float(c.served)),
+        ("dgp_policyreports", "PolicyReports of ours on the API server", c.reports),
+        ("dgp_policyreports_pending", "DaskClusters whose PolicyReport waits", c.pending),
+    ):
+        yield _gauge(name, doc, [], [(value,)])
     writes = CounterMetricFamily(
         "dgp_policyreport_writes", "PolicyReport writes by outcome", labels=["outcome"]
     )
-    for outcome, number in (
-        ("written", counted.written),
-        ("deleted", counted.deleted),
-        ("failed", counted.failed),
-    ):
-        writes.add_metric([outcome], number)
+    for outcome in ("written", "deleted", "failed"):
+        writes.add_metric([outcome], getattr(c, outcome))
     yield writes
-    yield _gauge(
-        "dgp_policyreports_pending",
-        "DaskClusters whose PolicyReport waits to be written",
-        [],
-        [(counted.pending,)],
-    )
 
 
 REGISTRY.register(_SnapshotCollector())
