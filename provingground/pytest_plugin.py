@@ -31,6 +31,7 @@ from .node import NodeBinariesMissingError, RealNode, find_node_binaries
 from .node.host import LOCK_FILE, lock_holder, reachable_address
 from .node.join import join
 from .nodes import api_client, create_nodes, delete_nodes, wait_nodes_ready
+from .policyreports import CRD_NAME, install_policyreport_crd
 from .pools import FLEETS, POOL_LABEL, node_manifests, pools
 from .process import Tool, log_tail
 
@@ -187,6 +188,16 @@ def fleet_cluster(
         api = api_client(cp.kubeconfig)
         yield E2ECluster(cp.kubeconfig, str(bins.kubectl), api, cp.logs, cp)
         api.close()
+
+
+@pytest.fixture(scope="session")
+def policyreport_crd(cluster: E2ECluster) -> str:
+    """The PolicyReport CRD: installed on the proving ground; elsewhere it must be there."""
+    if cluster.control_plane is not None:
+        install_policyreport_crd(cluster.kubectl)
+    elif cluster.kubectl("get", "crd", CRD_NAME, check=False).returncode:
+        pytest.skip(f"CRD {CRD_NAME} is not installed (Kyverno or Policy Reporter install it)")
+    return CRD_NAME
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
 @pytest.fixture
-def namespace(parity, cluster) -> Iterator[str]:
+def namespace(policyreport_crd, parity, cluster) -> Iterator[str]:
     name = f"e2e-polr-{uuid.uuid4().hex[:5]}"
     cluster.kubectl("create", "namespace", name)
     try:

@@ -51,7 +51,7 @@ __all__ = ["BURST", "RATE", "PolicyReports", "ReportCounts"]
 log = logging.getLogger("dask_gpu_parity")
 
 RATE, BURST = 20.0, 50  # report writes a second, and how many may go at once
-REDISCOVER_SECONDS = 300.0  # while the CRD is not installed, discovery is asked again this often
+REDISCOVER_SECONDS = 60.0  # while the CRD is not installed, discovery is asked again this often
 RETRY_SECONDS = 10.0  # a write the API server did not answer is tried again this much later
 PAGE = 500
 _LOGGED = 10  # failed writes logged one by one; then every 1,000th
