@@ -1,4 +1,4 @@
-"""The whole proving ground in one object: control plane, node pools, Dask CRDs and operator."""
+"""The whole proving ground in one object: control plane, node pools, CRDs and the dask operator."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from .node import NodeBinaries, RealNode, find_node_binaries
 from .node.host import node_ip
 from .node.join import join
 from .nodes import api_client, create_nodes, wait_nodes_ready
+from .policyreports import install_policyreport_crd
 from .pools import node_manifests, pools
 
 __all__ = ["ProvingGround"]
@@ -79,6 +80,7 @@ class ProvingGround:
                 self.timings["real node ready"] = time.monotonic() - t0
             if self.with_dask_operator:
                 install_crds(cp.kubectl)
+                install_policyreport_crd(cp.kubectl)  # as on a cluster that runs Kyverno
                 self.dask_operator = DaskOperator(cp.kubeconfig, cp.logs, env=cp.env).start()
                 self.timings["dask operator live"] = time.monotonic() - t0
         except BaseException:

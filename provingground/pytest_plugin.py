@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from kubernetes import client
@@ -30,6 +31,7 @@ from .node import NodeBinariesMissingError, RealNode, find_node_binaries
 from .node.host import LOCK_FILE, lock_holder, reachable_address
 from .node.join import join
 from .nodes import api_client, create_nodes, delete_nodes, wait_nodes_ready
+from .policyreports import CRD_NAME, install_policyreport_crd
 from .pools import FLEETS, POOL_LABEL, node_manifests, pools
 from .process import Tool, log_tail
 
@@ -69,14 +71,22 @@ class E2ECluster:
         return kubectl.run(*args, check=check, input=input, timeout=120)
 
 
+def skip_or_fail(reason: str, under_ci: str = "these tests must run, not skip") -> NoReturn:
+    """Skip for want of a tool, binary or image; fail instead where ``$CI`` is set.
+
+    ``make test`` builds everything its tests need, so under CI a missing part is a broken
+    build, never a reason to skip. ``under_ci`` says why in the failure.
+    """
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: {under_ci})", pytrace=False)
+    pytest.skip(reason)
+
+
 def _binaries_or_skip() -> Binaries:
     try:
         return find_binaries()
     except (BinariesMissingError, StaleCacheError) as exc:
-        reason = str(exc)
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set: e2e tests must run, not skip)", pytrace=False)
-    pytest.skip(reason)
+        skip_or_fail(str(exc), "e2e tests must run, not skip")
 
 
 @pytest.fixture(scope="session")
@@ -178,6 +188,16 @@ def fleet_cluster(
         api = api_client(cp.kubeconfig)
         yield E2ECluster(cp.kubeconfig, str(bins.kubectl), api, cp.logs, cp)
         api.close()
+
+
+@pytest.fixture(scope="session")
+def policyreport_crd(cluster: E2ECluster) -> str:
+    """The PolicyReport CRD: installed on the proving ground; elsewhere it must be there."""
+    if cluster.control_plane is not None:
+        install_policyreport_crd(cluster.kubectl)
+    elif cluster.kubectl("get", "crd", CRD_NAME, check=False).returncode:
+        pytest.skip(f"CRD {CRD_NAME} is not installed (Kyverno or Policy Reporter install it)")
+    return CRD_NAME
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from pathlib import Path
 from .binaries import Binaries
 from .ground import ProvingGround
 from .install import Helm, Installed, install
+from .policyreports import install_policyreport_crd
 
 __all__ = [
     "IMAGES_JSON",
@@ -142,10 +143,12 @@ def install_built(
     """Install both charts onto ``ground``'s real node from the built images.
 
     The dask operator's chart gets the catalog's image; ours keeps its defaults, which must name
-    the catalog's operator and probe images (``install`` checks).
+    the catalog's operator and probe images (``install`` checks). The PolicyReport CRD is
+    installed first, as on a cluster that runs Kyverno: the drift Pod writes reports.
     """
     cp = ground.control_plane
     helm = Helm(cp.binaries.helm, helm_home, cp.kubeconfig)
+    install_policyreport_crd(cp.kubectl)  # the cluster's policy engine's, as with Kyverno
     installed = install(
         helm,
         cp.kubectl,

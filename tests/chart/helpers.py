@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import pytest
 import yaml
 
 from provingground.process import Tool, helm_env
+from provingground.pytest_plugin import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "dask-gpu-parity"
@@ -55,6 +54,9 @@ DRIFT_VERBS = frozenset(
     }
 )
 REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})
+REPORT_VERBS = frozenset(
+    ("wgpolicyk8s.io", "policyreports", verb) for verb in ("list", "create", "patch", "delete")
+)
 MUTATING = ("mutate-daskcluster", "mutate-daskjob")
 VALIDATING = ("validate-daskcluster", "validate-daskjob", "validate-daskworkergroup")
 
@@ -124,8 +126,6 @@ def rbac_rows(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]
     return rows
 
 
-def missing(reason: str) -> None:
+def missing(reason: str) -> NoReturn:
     """Skip for want of a tool or binary, or fail where ``$CI`` is set (chart tests must run)."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set: chart tests must run, not skip)", pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail(reason, "chart tests must run, not skip")

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from provingground.pytest_plugin import skip_or_fail
+
 from .helpers import CHART, NAMESPACE, RELEASE, REPO, Helm, find, one
 
 # Artifact Hub's Helm annotations, as its documentation lists them.
@@ -196,10 +198,7 @@ def _crane() -> Path:
     cache = Path(os.environ.get("DGP_CACHE") or Path.home() / ".cache" / "dask-gpu-parity")
     crane = cache / "bin" / f"crane-{version[1]}" / "crane"
     if not crane.is_file():
-        reason = f"{crane} not found: run `make crane`"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set: `make test` builds it)", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail(f"{crane} not found: run `make crane`", "`make test` builds it")
     return crane
 
 

@@ -32,6 +32,7 @@ from .helpers import (
     RELEASE,
     REPAIR_VERBS,
     REPO,
+    REPORT_VERBS,
     VALIDATING,
     VERBS_USED,
     find,
@@ -250,6 +251,8 @@ def test_rbac_grants_exactly_the_verbs_used(case):
         expected |= DRIFT_VERBS
     if values["drift"]["enabled"] and values["drift"]["repair"]:
         expected |= REPAIR_VERBS
+    if values["drift"]["enabled"] and values["drift"]["policyReports"]:
+        expected |= REPORT_VERBS
     assert rbac_rows(objects) == expected
     assert find(objects, "Role") == []
     assert find(objects, "RoleBinding") == []
@@ -269,7 +272,7 @@ def test_readme_lists_the_rbac_verbs():
         if len(cells) == 4 and cells[0] not in ("API group", "") and not cells[0].startswith("-"):
             group = "" if cells[0] == "(core)" else cells[0]
             rows |= {(group, cells[1], verb.strip(" `")) for verb in cells[2].split(",")}
-    assert rows == VERBS_USED | DRIFT_VERBS | REPAIR_VERBS
+    assert rows == VERBS_USED | DRIFT_VERBS | REPAIR_VERBS | REPORT_VERBS
 
 
 def _webhook_configs(objects: list[dict]) -> dict[str, dict]:

@@ -114,8 +114,9 @@ def test_audit_reports_each_clusters_observed_parity(cluster, node_pools, dask_o
     assert rows["rapids-fixed"][3:6] == ["ok", scheduler["node"], A100.driver]
     policy = _audit(cluster.kubeconfig, "-n", namespace, "-o", "policyreport").stdout
     reports = list(yaml.safe_load_all(policy))
-    assert [r["metadata"]["namespace"] for r in reports] == [namespace]
-    assert reports[0]["summary"]["fail"] >= 1
+    assert {r["metadata"]["namespace"] for r in reports} == {namespace}
+    assert {(r["scope"]["kind"], r["scope"]["name"]) for r in reports} == set(report)
+    assert sum(r["summary"]["fail"] for r in reports) >= 1
 
 
 @pytest.mark.e2e

@@ -15,7 +15,9 @@ from dask_kubernetes.operator.controller import controller
 from dask_gpu_parity.admission.runtime.driftwatch import DriftWatch
 from dask_gpu_parity.admission.runtime.events import EventCounts
 from dask_gpu_parity.admission.runtime.informer import Sink
+from dask_gpu_parity.admission.runtime.reports import ReportCounts
 from dask_gpu_parity.admission.runtime.state import OperatorState, Options
+from dask_gpu_parity.core.policyreport import Outcome, Subject
 from tests.unit.helpers import example
 
 
@@ -47,6 +49,35 @@ class Events:
         return [reason for _, _, reason, _ in self.posted]
 
 
+class Reports:
+    """The PolicyReports each cluster should have now, as the drift watch says."""
+
+    def __init__(self) -> None:
+        self.current: dict[tuple[str, str], tuple[Outcome, ...]] = {}
+        self.subjects: dict[tuple[str, str], Subject] = {}
+        self.first_pass = False
+
+    def update(self, subject: Subject, outcomes: Any) -> None:
+        key = (subject.namespace, subject.name)
+        self.current[key] = tuple(outcomes)
+        self.subjects[key] = subject
+
+    def remove(self, key: tuple[str, str]) -> None:
+        self.current.pop(key, None)
+
+    def first_pass_done(self) -> None:
+        self.first_pass = True
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+    def counts(self) -> ReportCounts:
+        return ReportCounts()
+
+    def rules(self, name: str, namespace: str = "team") -> list[tuple[str, str]]:
+        return [(o.rule, o.result) for o in self.current[(namespace, name)]]
+
+
 def dask_cluster(name: str, namespace: str = "team") -> dict[str, Any]:
     doc = example("gpu-cluster-tcp.yaml")
     doc["metadata"] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
@@ -76,12 +107,13 @@ class Harness:
     def __init__(self, *, repair: bool = False) -> None:
         self.state = OperatorState(Options(certfile="", keyfile=""))
         self.events = Events()
+        self.reports = Reports()
         self.patches: list[tuple[str, str, list[Any]]] = []
 
         async def patch(namespace: str, name: str, ops: list[Any]) -> None:
             self.patches.append((namespace, name, ops))
 
-        self.watch = DriftWatch(self.state, self.events, patch)
+        self.watch = DriftWatch(self.state, self.events, patch, self.reports)
         self.state.drift = self.watch
         sinks = {resource.kind: sink for resource, sink in self.state.sinks()}
         self.nodes, self.namespaces = sinks["nodes"], sinks["namespaces"]

@@ -88,6 +88,7 @@ class RunArgs:
     metrics_port: int
     health_port: int
     drift: bool  # not --no-drift
+    policy_reports: bool  # not --no-policy-reports
     log_json: bool
     verbose: bool
 
@@ -174,6 +175,7 @@ def parse_args(argv: Sequence[str] | None) -> Arguments:
             metrics_port=ns.metrics_port,
             health_port=ns.health_port,
             drift=not ns.no_drift,
+            policy_reports=not ns.no_policy_reports,
             log_json=ns.log_json,
             verbose=ns.verbose,
         )

@@ -12,14 +12,26 @@ import yaml
 
 from dask_gpu_parity.audit import VERDICTS, Audited
 from dask_gpu_parity.core.findings import RULES, Finding, Severity
+from dask_gpu_parity.core.policyreport import (
+    Outcome,
+    Subject,
+    outcome,
+    passed,
+    policy_report,
+    skipped,
+)
 from dask_gpu_parity.manifests.report import printable
 from dask_gpu_parity.manifests.report.sarif import SARIF_LEVEL, sarif_driver
+from dask_gpu_parity.names import DASK_API_VERSION
 
 __all__ = ["AUDIT_FORMATS", "render_audit"]
 
 AUDIT_FORMATS = ("text", "json", "sarif", "policyreport")
-POLICY = "dask-gpu-parity"  # the PolicyReport results' policy, as Kyverno's name their policy
-_RESULT = {Severity.ERROR: "fail", Severity.WARNING: "warn", Severity.INFO: "pass"}
+# What was observed running, as a failing result: (rule, category).
+_OBSERVED = {
+    "drift": ("observed-parity", "observed"),
+    "check-failed": ("GPUParityCheckFailed", "observed"),
+}
 _COLUMNS = (
     "NAMESPACE", "KIND", "NAME", "VERDICT", "SCHEDULER NODE", "DRIVER", "CUDA", "GPU", "CHECK",
     "WORKERS", "FINDINGS", "REASON",
@@ -138,59 +150,29 @@ def _sarif(audited: Sequence[Audited]) -> str:
     return json.dumps({**log, "runs": [run]}, indent=2) + "\n"
 
 
-def _ref(a: Audited) -> dict[str, Any]:
-    ref = {
-        "apiVersion": "kubernetes.dask.org/v1",
-        "kind": a.kind,
-        "namespace": a.namespace,
-        "name": a.name,
-    }
-    return {**ref, "uid": a.uid} if a.uid else ref
+def _outcomes(a: Audited) -> list[Outcome]:
+    """The findings, then what was observed; a single pass or skip for a resource without."""
+    verdict = (("verdict", a.verdict),)
+    found = [outcome(f, verdict) for f in a.findings]
+    if a.verdict in _OBSERVED:
+        rule, category = _OBSERVED[a.verdict]
+        found.append(Outcome(rule, "fail", a.reason, category, "high", verdict))
+    if found:
+        return found
+    if a.verdict in ("no-gpu", "skipped"):
+        return [skipped(a.reason, verdict)]
+    return [passed(a.reason, verdict)]
 
 
 def _policy_reports(audited: Sequence[Audited]) -> str:
+    """One report per Dask resource, named and shaped as the operator's drift watch writes them."""
     now = int(time.time())
-    namespaces = sorted({a.namespace for a in audited})
-    reports = []
-    for namespace in namespaces:
-        results = []
-        for a in (a for a in audited if a.namespace == namespace):
-            base = {
-                "policy": POLICY,
-                "source": POLICY,
-                "resources": [_ref(a)],
-                "timestamp": {"seconds": now, "nanos": 0},
-                "properties": {"verdict": a.verdict},
-            }
-            if not a.findings:
-                results.append({**base, "rule": "parity", "result": "pass", "message": a.reason})
-            for f in a.findings:
-                results.append(
-                    {
-                        **base,
-                        "rule": f.code,
-                        "result": _RESULT[f.severity],
-                        "severity": {"error": "high", "warning": "medium"}.get(
-                            str(f.severity), "info"
-                        ),
-                        "category": RULES[f.code].name,
-                        "message": f"{f.path or '/'}: {f.message}",
-                    }
-                )
-        tally = Counter(r["result"] for r in results)
-        reports.append(
-            {
-                "apiVersion": "wgpolicyk8s.io/v1alpha2",
-                "kind": "PolicyReport",
-                "metadata": {
-                    "name": f"{POLICY}-audit",
-                    "namespace": namespace,
-                    "labels": {"app.kubernetes.io/managed-by": POLICY},
-                },
-                "summary": {k: tally[k] for k in ("pass", "fail", "warn", "error", "skip")},
-                "results": results,
-            }
+    reports = [
+        policy_report(
+            Subject(DASK_API_VERSION, a.kind, a.namespace, a.name, a.uid), _outcomes(a), now
         )
+        for a in audited
+    ]
     return yaml.safe_dump_all(reports, sort_keys=False, width=1_000) if reports else ""
 
 

@@ -117,6 +117,7 @@ def run(args: RunArgs) -> int:
             metrics_port=args.metrics_port,
             health_port=args.health_port,
             drift=args.drift,
+            policy_reports=args.policy_reports,
         ),
         json_logs=args.log_json,
         verbose=args.verbose,

@@ -265,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve webhooks only (run the drift watch in exactly one replica)",
     )
+    run.add_argument(
+        "--no-policy-reports",
+        action="store_true",
+        help="the drift watch writes no wgpolicyk8s.io PolicyReports (Events and metrics only)",
+    )
     run.add_argument("--log-json", action="store_true", help="JSON log lines")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 

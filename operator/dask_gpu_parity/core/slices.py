@@ -18,7 +18,7 @@ from typing import Any
 
 from .plain import as_list, as_map
 
-__all__ = ["SLICE_APIS", "Device", "node_devices"]
+__all__ = ["SLICE_APIS", "Device", "SliceHome", "node_devices", "slice_devices", "slice_home"]
 
 SLICE_APIS = frozenset({"resource.k8s.io/v1", "resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"})
 _TYPES = ("string", "version", "int", "bool")
@@ -70,6 +70,33 @@ def _generation(spec: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+@dataclass(frozen=True, slots=True)
+class SliceHome:
+    """Whose devices a ResourceSlice lists: the node, its pool and the pool's generation."""
+
+    node: str
+    pool: tuple[str, str]  # (driver, pool name)
+    generation: int
+
+
+def slice_home(spec: Mapping[str, Any]) -> SliceHome | None:
+    """The node a slice's ``spec`` belongs to; ``None`` for no single node (or no driver)."""
+    driver = spec.get("driver")
+    pool = as_map(spec.get("pool")).get("name")
+    node = spec.get("nodeName") or (
+        pool if not (spec.get("allNodes") or spec.get("nodeSelector")) else None
+    )
+    if not isinstance(driver, str) or not isinstance(node, str) or not node:
+        return None
+    return SliceHome(node, (driver, str(pool or node)), _generation(spec))
+
+
+def slice_devices(spec: Mapping[str, Any]) -> list[Device]:
+    """The devices a slice's ``spec`` lists (malformed entries left out)."""
+    driver = str(spec.get("driver"))
+    return [d for raw in as_list(spec.get("devices")) if (d := _device(driver, raw)) is not None]
+
+
 def node_devices(
     slices: Iterable[Mapping[str, Any]],
 ) -> tuple[dict[str, tuple[Device, ...]], list[str]]:
@@ -87,28 +114,20 @@ def node_devices(
         if item.get("kind") != "ResourceSlice" or item.get("apiVersion") not in SLICE_APIS:
             continue
         spec = as_map(item.get("spec"))
-        name = as_map(item.get("metadata")).get("name", "?")
-        driver = spec.get("driver")
-        pool = as_map(spec.get("pool")).get("name")
-        node = spec.get("nodeName") or (
-            pool if not (spec.get("allNodes") or spec.get("nodeSelector")) else None
-        )
-        if not isinstance(driver, str) or not isinstance(node, str) or not node:
+        home = slice_home(spec)
+        if home is None:
+            name = as_map(item.get("metadata")).get("name", "?")
             notes.append(
                 f"ResourceSlice {name} belongs to no single node: its devices are left out"
             )
             continue
-        key = (driver, str(pool or node))
-        generation = _generation(spec)
-        held = newest.get(key)
-        if held is None or generation > held[0]:
-            newest[key] = (generation, [(node, spec)])
-        elif generation == held[0]:
-            held[1].append((node, spec))
+        held = newest.get(home.pool)
+        if held is None or home.generation > held[0]:
+            newest[home.pool] = (home.generation, [(home.node, spec)])
+        elif home.generation == held[0]:
+            held[1].append((home.node, spec))
     devices: dict[str, list[Device]] = {}
-    for (driver, _), (_, specs) in newest.items():
+    for _, specs in newest.values():
         for node, spec in specs:
-            for raw in as_list(spec.get("devices")):
-                if (device := _device(driver, raw)) is not None:
-                    devices.setdefault(node, []).append(device)
-    return {node: tuple(found) for node, found in devices.items()}, notes
+            devices.setdefault(node, []).extend(slice_devices(spec))
+    return {node: tuple(found) for node, found in devices.items() if found}, notes

@@ -24,7 +24,7 @@ PROVING_GROUND_ONLY = (
 
 
 @pytest.fixture(scope="package")
-def parity(cluster, node_pools, dask_operator) -> Iterator[ParityOperator]:
+def parity(cluster, node_pools, dask_operator, policyreport_crd) -> Iterator[ParityOperator]:
     """``dask-gpu-parity run`` with its webhooks applied and indices warm; gone afterwards."""
     if cluster.control_plane is None:
         pytest.skip(PROVING_GROUND_ONLY)

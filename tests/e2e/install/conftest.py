@@ -11,16 +11,17 @@ under ``CI`` those are failures, like every other missing build step.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from provingground import BinariesMissingError, ProvingGround, StaleCacheError, find_binaries
 from provingground.install import Helm, Installed, uninstall
+from provingground.pytest_plugin import skip_or_fail
 from provingground.realnode import (
     BuiltImages,
     ImagesMissingError,
@@ -49,10 +50,8 @@ class InstalledGround:
         return self.ground.control_plane.kubectl(*args, check=check, input=stdin)
 
 
-def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set: the install e2e tests must run)", pytrace=False)
-    pytest.skip(reason)
+def _missing(reason: str) -> NoReturn:
+    skip_or_fail(reason, "the install e2e tests must run")
 
 
 @pytest.fixture(scope="package")

@@ -152,6 +152,15 @@ def test_a_gpu_cluster_applied_with_kubectl_is_mutated_through_the_service(insta
     )
     assert node["metadata"]["labels"].get(POOL_LABEL, "").startswith(("t4", "a100", "h100"))
 
+    # The drift Pod, under the chart's RBAC, writes the cluster's PolicyReport.
+    def report() -> dict[str, Any] | None:
+        out = installed.kubectl("get", "policyreports", "-n", ns, "-o", "json").stdout
+        return next((r for r in json.loads(out)["items"] if r["scope"]["name"] == name), None)
+
+    written = _eventually(report, 120, "the DaskCluster's PolicyReport")
+    assert written["summary"]["fail"] == 0
+    assert written["metadata"]["ownerReferences"][0]["uid"] == stored["metadata"]["uid"]
+
 
 def test_a_cpu_cluster_gets_a_real_scheduler_and_workers_that_compute(installed):
     ns = _namespace(installed, "install-cpu")

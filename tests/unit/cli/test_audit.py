@@ -245,31 +245,36 @@ def test_sarif_is_valid_and_names_each_resource(audited):
     assert "team-a/DaskCluster/bad" in names
 
 
-def test_policyreport_per_namespace_with_a_result_per_finding(audited):
-    (report,) = list(yaml.safe_load_all(render_audit("policyreport", audited)))
-    assert report["apiVersion"] == "wgpolicyk8s.io/v1alpha2"
-    assert report["kind"] == "PolicyReport"
-    assert report["metadata"]["namespace"] == "team-a"
-    results = report["results"]
-    assert {r["policy"] for r in results} == {"dask-gpu-parity"}
-    assert len(results) == sum(len(a.findings) for a in audited)
-    failed = [r for r in results if r["result"] == "fail"]
-    assert "DGP001" in {r["rule"] for r in failed}
-    assert {r["resources"][0]["name"] for r in failed} == {"bad"}
-    warned = [r for r in results if r["result"] == "warn"]
-    assert {r["resources"][0]["uid"] for r in warned if r["resources"][0]["name"] == "rapids"} == {
-        "uid-rapids"
+def test_policyreport_per_resource_with_a_result_per_finding(audited):
+    """Named and shaped as the drift watch writes them (Kyverno's per-resource layout)."""
+    reports = {
+        r["scope"]["name"]: r for r in yaml.safe_load_all(render_audit("policyreport", audited))
     }
-    assert report["summary"]["fail"] == len(failed)
-    assert report["summary"]["warn"] == len(warned)
+    assert set(reports) == {a.name for a in audited}
+    for a in audited:
+        report = reports[a.name]
+        assert (report["apiVersion"], report["kind"]) == ("wgpolicyk8s.io/v1alpha2", "PolicyReport")
+        assert report["metadata"]["namespace"] == "team-a"
+        assert report["scope"]["kind"] == a.kind
+        results = report["results"]
+        assert {r["policy"] for r in results} == {"dask-gpu-parity"}
+        assert [r["rule"] for r in results][: len(a.findings)] == [f.code for f in a.findings]
+        tally = {k: sum(r["result"] == k for r in results) for k in report["summary"]}
+        assert report["summary"] == tally
+    bad = reports["bad"]
+    assert "DGP001" in {r["rule"] for r in bad["results"] if r["result"] == "fail"}
+    rapids = reports["rapids"]
+    assert rapids["metadata"]["name"] == "dask-gpu-parity-uid-rapids"
+    assert rapids["metadata"]["ownerReferences"][0]["uid"] == "uid-rapids"
 
 
-def test_policyreport_passes_a_resource_without_findings():
+def test_policyreport_skips_a_resource_with_no_gpu_workers():
     cpu = example("cpu-cluster.yaml")
     cpu["metadata"] = {"name": "cpu", "namespace": "team-b"}
     (report,) = list(yaml.safe_load_all(render_audit("policyreport", audit(_state(cpu, pods=[])))))
     assert report["metadata"]["namespace"] == "team-b"
+    assert report["metadata"]["name"] == "dask-gpu-parity-daskcluster-cpu"  # no uid offline
     (result,) = report["results"]
-    assert (result["rule"], result["result"]) == ("parity", "pass")
+    assert (result["rule"], result["result"]) == ("parity", "skip")
     assert result["properties"] == {"verdict": "no-gpu"}
-    assert report["summary"] == {"pass": 1, "fail": 0, "warn": 0, "error": 0, "skip": 0}
+    assert report["summary"] == {"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 1}

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from provingground.pytest_plugin import skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[3]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 VALUES = yaml.safe_load((ROOT / "charts" / "dask-gpu-parity" / "values.yaml").read_text())
@@ -469,10 +471,9 @@ def _lint_tools() -> tuple[Path, Path]:
     )
     for tool in (actionlint, shellcheck):
         if not tool.is_file():
-            reason = f"{tool} not found: run `make actionlint`"
-            if os.environ.get("CI"):
-                pytest.fail(f"{reason} (CI is set: `make test` builds it in lint)", pytrace=False)
-            pytest.skip(reason)
+            skip_or_fail(
+                f"{tool} not found: run `make actionlint`", "`make test` builds it in lint"
+            )
     return actionlint, shellcheck
 
 

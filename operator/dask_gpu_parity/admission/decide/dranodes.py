@@ -31,7 +31,7 @@ from dask_gpu_parity.core.deviceclasses import (
 )
 from dask_gpu_parity.core.inventory import GpuNode
 from dask_gpu_parity.core.plain import as_list, as_map
-from dask_gpu_parity.core.slices import Device, node_devices
+from dask_gpu_parity.core.slices import Device, slice_devices, slice_home
 
 from .nodeindex import NodeChange, NodeIndex
 
@@ -79,21 +79,11 @@ def _typed(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
 def _slice(obj: Mapping[str, Any]) -> _Slice | None:
     """One slice's devices, ``None`` for a slice of no single node (network-attached devices)."""
     spec = as_map(obj.get("spec"))
-    found, _ = node_devices([_typed(obj, "ResourceSlice")])
-    pool = as_map(spec.get("pool"))
-    node = spec.get("nodeName") or (
-        pool.get("name") if not (spec.get("allNodes") or spec.get("nodeSelector")) else None
-    )
-    driver = spec.get("driver")
-    if not isinstance(node, str) or not node or not isinstance(driver, str):
+    home = slice_home(spec)
+    if home is None:
         return None
-    generation = pool.get("generation")
-    return _Slice(
-        node,
-        (driver, str(pool.get("name") or node)),
-        generation if isinstance(generation, int) and not isinstance(generation, bool) else 0,
-        tuple(_interned(d) for d in found.get(node, ())),
-    )
+    devices = tuple(_interned(d) for d in slice_devices(spec))
+    return _Slice(home.node, home.pool, home.generation, devices)
 
 
 # A device's own identity (NVIDIA's driver publishes these per GPU or MIG device): never part of

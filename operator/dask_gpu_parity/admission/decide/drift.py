@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dask_gpu_parity.core.deviceclasses import DeviceClasses
+from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Finding, Severity
+from dask_gpu_parity.core.gpu import gpu_requests
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.patch import Operation, diff
 from dask_gpu_parity.core.plain import as_map
@@ -58,11 +59,13 @@ class Tracker:
     """Drifted clusters by namespace, reported once per Deployment generation.
 
     Counts are kept as verdicts change, never recounted: publishing them costs the number of
-    namespaces, not of clusters.
+    namespaces, not of clusters. The last check's findings of each GPU cluster are kept for its
+    PolicyReport (:meth:`findings`).
     """
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], Any] = {}
+        self._findings: dict[tuple[str, str], tuple[Finding, ...]] = {}
         self._drifted: set[tuple[str, str]] = set()
         self._counts: dict[str, int] = {}
 
@@ -86,12 +89,13 @@ class Tracker:
         scheduler = {**spec["scheduler"], "spec": template}
         synthetic = {**cluster, "spec": {**spec, "scheduler": scheduler}}
         result = evaluate(synthetic, policy, inventory, device_classes=classes)
-        findings = tuple(
-            f
-            for f in result.findings
-            if f.code not in _NOT_DRIFT and (f.severity is Severity.ERROR or f.fixable)
-        )
         key = (namespace, str(as_map(cluster.get("metadata")).get("name", "")))
+        current = tuple(f for f in result.findings if f.code not in _NOT_DRIFT)
+        if gpu_requests(as_map(as_map(spec.get("worker")).get("spec")), classes or NVIDIA_CLASSES):
+            self._findings[key] = current
+        else:
+            self._findings.pop(key, None)
+        findings = tuple(f for f in current if f.severity is Severity.ERROR or f.fixable)
         self._mark(key, drifted=bool(findings))
         if not findings:
             self._seen.pop(key, None)
@@ -107,6 +111,15 @@ class Tracker:
         """Drop a cluster whose scheduler Deployment is gone (or that opted out)."""
         self._mark((namespace, cluster), drifted=False)
         self._seen.pop((namespace, cluster), None)
+        self._findings.pop((namespace, cluster), None)
+
+    def findings(self, namespace: str, cluster: str) -> tuple[Finding, ...] | None:
+        """The last check's findings of a GPU cluster (``None``: not checked, or no GPU workers).
+
+        Every finding but the schema's and DGP018, warnings and notes included: what its
+        PolicyReport says, where the drift Event names only what needs a new scheduler.
+        """
+        return self._findings.get((namespace, cluster))
 
     def drifted(self, namespace: str, cluster: str) -> bool:
         """Whether the cluster was drifted at its last check."""

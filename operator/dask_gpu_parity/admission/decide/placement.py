@@ -168,6 +168,10 @@ class Tracker:
             return True, None
         return before.signature != mismatch.signature, before
 
+    def mismatch(self, namespace: str, cluster: str) -> Mismatch | None:
+        """The cluster's mismatch now, if it has one."""
+        return self._reported.get((namespace, cluster))
+
     def forget(self, namespace: str, cluster: str) -> None:
         """Drop a cluster that is gone (or opted out) without any news."""
         if self._reported.pop((namespace, cluster), None) is not None:

@@ -1,6 +1,7 @@
 """The operator's one client of the API server: aiohttp, on the operator's event loop.
 
-Reads of one object, JSON Patches, paginated LISTs, WATCH streams and Events all go through
+Reads of one object, JSON Patches, server-side applies, deletes, paginated LISTs, WATCH streams
+and Events all go through
 :class:`ApiClient`, with the credentials of ``kube.connection()``, and fail with one error
 family: :class:`ApiError` with the HTTP status, or status 0 when there was no answer
 (:class:`Unreachable`: a timeout, a refused or broken connection, no credentials).
@@ -144,6 +145,38 @@ class ApiClient:
         await self._send(
             "POST", path, timeout, data=json.dumps(obj), content_type="application/json"
         )
+
+    async def apply(
+        self,
+        path: str,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        timeout: float = REQUEST_SECONDS,
+    ) -> None:
+        """Server-side apply ``obj`` at ``path`` (creating it if absent), forcing conflicts.
+
+        Raises:
+            ApiError: an error status (:class:`NotFound`: its API is not served), or
+                :class:`Unreachable`.
+        """
+        params = {"fieldManager": field_manager, "force": "true"}
+        await self._send(
+            "PATCH",
+            path,
+            timeout,
+            params=params,
+            data=json.dumps(obj, separators=(",", ":")),
+            content_type="application/apply-patch+yaml",  # JSON is YAML
+        )
+
+    async def delete(self, path: str, *, timeout: float = REQUEST_SECONDS) -> None:
+        """DELETE the object at ``path``.
+
+        Raises:
+            ApiError: an error status (:class:`NotFound`: already gone), or :class:`Unreachable`.
+        """
+        await self._send("DELETE", path, timeout)
 
     async def _send(
         self, method: str, path: str, seconds: float, *, content_type: str = "", **kwargs: Any

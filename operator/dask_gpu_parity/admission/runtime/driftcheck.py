@@ -13,20 +13,23 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from dask_gpu_parity.admission.decide import placement, podevents
+from dask_gpu_parity.admission.decide import placement, podevents, reports
 from dask_gpu_parity.admission.decide.nodeindex import NodeIndex
 from dask_gpu_parity.core.deviceclasses import DeviceClasses
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.policy import Policy
+from dask_gpu_parity.core.policyreport import Outcome, Subject
 from dask_gpu_parity.core.rules import pins
+from dask_gpu_parity.names import DASK_API_VERSION
 
 from .driftstore import PLACEMENT, PODS, SPEC, DriftStores, Key, StoredCluster
 from .events import Events
+from .reports import ReportCounts
 
-__all__ = ["DriftChecks", "Operator", "PatchDeployment"]
+__all__ = ["DriftChecks", "Operator", "PatchDeployment", "Reports"]
 
 log = logging.getLogger("dask_gpu_parity")
 
@@ -58,6 +61,25 @@ class Operator(Protocol):
         """The DeviceClasses in force (NVIDIA's catalogue, extended with the cluster's)."""
 
 
+class Reports(Protocol):
+    """Where each cluster's PolicyReport goes (``reports.PolicyReports``)."""
+
+    def update(self, subject: Subject, outcomes: Sequence[Outcome]) -> None:
+        """The cluster's report should say ``outcomes``."""
+
+    def remove(self, key: Key) -> None:
+        """The cluster should have no report."""
+
+    def first_pass_done(self) -> None:
+        """Every cluster has been checked once."""
+
+    async def run(self) -> None:
+        """Write reports until cancelled."""
+
+    def counts(self) -> ReportCounts:
+        """What became of the reports so far."""
+
+
 class DriftChecks:
     """Check clusters, record the verdicts in the stores, post what is new, repair if asked."""
 
@@ -67,8 +89,10 @@ class DriftChecks:
         operator: Operator,
         events: Events,
         patch_deployment: PatchDeployment,
+        reports: Reports | None = None,
     ) -> None:
         self.stores = stores
+        self.reports = reports
         self.operator = operator
         self.events = events
         self._patch = patch_deployment
@@ -86,6 +110,8 @@ class DriftChecks:
         if cluster is None or cluster.skip or namespace_skip:
             stores.specs.forget(*key)
             stores.places.forget(*key)
+            if self.reports is not None:
+                self.reports.remove(key)
             return
         policy = self.operator.policy(labels)
         self.policies[key[0]] = policy
@@ -94,8 +120,23 @@ class DriftChecks:
                 self._check_spec(key, cluster, policy)
             if what & PLACEMENT:
                 self._check_placement(key, cluster, policy)
+            if self.reports is not None:
+                self._report(key, cluster, policy)
         except Exception:
             log.exception(f"Checking DaskCluster {key[0]}/{key[1]} for drift failed")
+
+    def _report(self, key: Key, cluster: StoredCluster, policy: Policy) -> None:
+        """The cluster's PolicyReport: while it has GPU workers and a scheduler Deployment."""
+        assert self.reports is not None
+        findings = self.stores.specs.findings(*key)
+        if findings is None:
+            self.reports.remove(key)
+            return
+        subject = Subject(DASK_API_VERSION, "DaskCluster", key[0], key[1], cluster.uid)
+        mismatch = self.stores.places.mismatch(*key)
+        self.reports.update(
+            subject, reports.outcomes(findings, mismatch, repairing=policy.drift.repair)
+        )
 
     def _check_spec(self, key: Key, cluster: StoredCluster, policy: Policy) -> None:
         deployment = self.stores.deployment(key)

@@ -226,6 +226,7 @@ class DriftStores:
             self._by_namespace.pop(key[0], None)
         self.specs.forget(*key)
         self.places.forget(*key)
+        self.changes.mark(key, SPEC)  # checked as gone: its PolicyReport goes
 
     def put_deployment(self, obj: Mapping[str, Any]) -> None:
         """A scheduler Deployment listed, added or changed."""

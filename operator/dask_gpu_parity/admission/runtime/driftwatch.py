@@ -26,7 +26,8 @@ a node joins or leaves an existing shape, status updates   none
 Three parts, each its own object: the stores (``driftstore.py``, which tell this watch what
 changed), the checks of one cluster (``driftcheck.py``, which post Events through an
 ``events.Events`` and repair through the API client) and, here, the marks and the task that
-works through them. A failed ``gpu-parity-check`` gets an Event too (``podevents.py``).
+works through them. A failed ``gpu-parity-check`` gets an Event too (``podevents.py``). Each GPU
+cluster's verdict also goes to its PolicyReport (``reports.py``), written in the background.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dask_gpu_parity.admission.decide import podevents
 from dask_gpu_parity.admission.decide.nodeindex import NodeChange
 
 from . import metrics
-from .driftcheck import DriftChecks, Operator, PatchDeployment
+from .driftcheck import DriftChecks, Operator, PatchDeployment, Reports
 from .driftstore import CLUSTERS, DEPLOYMENTS, PLACEMENT, PODS, SPEC, DriftStores, Key
 from .events import Events
 from .informer import Resource, Sink
@@ -61,14 +62,21 @@ class DriftWatch:
         operator: the operator's state (namespaces, policies, nodes).
         events: where Events go (``events.EventPoster``).
         patch_deployment: how a scheduler Deployment is repaired.
+        reports: where each GPU cluster's PolicyReport goes (``reports.PolicyReports``), if
+            anywhere.
     """
 
     def __init__(
-        self, operator: Operator, events: Events, patch_deployment: PatchDeployment
+        self,
+        operator: Operator,
+        events: Events,
+        patch_deployment: PatchDeployment,
+        reports: Reports | None = None,
     ) -> None:
         self.events = events
+        self.reports = reports
         self.stores = DriftStores(self)
-        self.checker = DriftChecks(self.stores, operator, events, patch_deployment)
+        self.checker = DriftChecks(self.stores, operator, events, patch_deployment, reports)
         self._operator = operator
         self._queue: deque[Key] = deque()
         self._marks: dict[Key, int] = {}
@@ -163,6 +171,8 @@ class DriftWatch:
     def _first_pass_done(self) -> None:
         self.first_pass_seconds = time.monotonic() - self._operator.started
         self.checker.quiet = False
+        if self.reports is not None:
+            self.reports.first_pass_done()
         stores = self.stores
         drifted = sum(stores.specs.counts().values())
         log.log(

@@ -29,6 +29,7 @@ from . import kube, metrics
 from .apiserver import ApiClient
 from .driftwatch import DriftWatch
 from .events import EventPoster
+from .reports import PolicyReports
 from .server import WebhookServer
 from .state import OperatorState, Options
 
@@ -74,7 +75,10 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
         settings.networking.request_timeout = 30
         metrics.serve(options.metrics_port, options.addr)
         if options.drift:
-            state.drift = DriftWatch(state, EventPoster(api[0]), _deployment_patcher(api[0]))
+            reports = PolicyReports(api[0]) if options.policy_reports else None
+            state.drift = DriftWatch(
+                state, EventPoster(api[0]), _deployment_patcher(api[0]), reports
+            )
         state.start(api[0])
 
     @kopf.on.login(registry=reg)

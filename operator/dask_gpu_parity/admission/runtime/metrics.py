@@ -21,6 +21,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from dask_gpu_parity.admission.decide.reviews import Answer
 
 from .events import EventCounts
+from .reports import ReportCounts
 
 __all__ = [
     "ADMISSIONS",
@@ -114,6 +115,7 @@ class Snapshot:
     informers: tuple[InformerFigures, ...] = ()
     drift: DriftFigures = DriftFigures()
     events: EventCounts = field(default_factory=EventCounts)
+    reports: ReportCounts = field(default_factory=ReportCounts)
 
 
 _current = Snapshot()
@@ -228,6 +230,7 @@ class _SnapshotCollector:
         yield _gauge(
             "dgp_events_pending", "Events queued, not posted yet", [], [(counted.pending,)]
         )
+        yield from _report_families(s.reports)
         if s.drift.first_pass_seconds is not None:
             yield _gauge(
                 "dgp_drift_first_pass_seconds",
@@ -235,6 +238,21 @@ class _SnapshotCollector:
                 [],
                 [(s.drift.first_pass_seconds,)],
             )
+
+
+def _report_families(c: ReportCounts) -> Iterator[Metric]:
+    for name, doc, value in (
+        ("dgp_policyreports_served", "1 when wgpolicyk8s.io/v1alpha2 is served", float(c.served)),
+        ("dgp_policyreports", "PolicyReports of ours on the API server", c.reports),
+        ("dgp_policyreports_pending", "DaskClusters whose PolicyReport waits", c.pending),
+    ):
+        yield _gauge(name, doc, [], [(value,)])
+    writes = CounterMetricFamily(
+        "dgp_policyreport_writes", "PolicyReport writes by outcome", labels=["outcome"]
+    )
+    for outcome in ("written", "deleted", "failed"):
+        writes.add_metric([outcome], getattr(c, outcome))
+    yield writes
 
 
 REGISTRY.register(_SnapshotCollector())

@@ -41,6 +41,7 @@ from .dra import (
 from .driftwatch import DriftWatch
 from .events import EventCounts
 from .informer import Callbacks, Informer, Resource, Sink, object_key
+from .reports import ReportCounts
 from .stores import Namespaces, Policies
 
 __all__ = [
@@ -74,6 +75,7 @@ class Options:
     metrics_port: int = 8080
     health_port: int = 8081
     drift: bool = True
+    policy_reports: bool = True  # the drift watch writes PolicyReports where the CRD is served
 
 
 class OperatorState:
@@ -190,6 +192,8 @@ class OperatorState:
             self._inform(api, resource, sink)
         self._spawn(drift.run(), "drift watch")
         self._spawn(drift.events.run(), "events")
+        if drift.reports is not None:
+            self._spawn(drift.reports.run(), "policyreports")
 
     def _inform(self, api: ApiClient, resource: Resource, sink: Sink) -> None:
         informer = Informer(api, resource, sink, page_size=resource.page_size)
@@ -262,5 +266,8 @@ class OperatorState:
                 ),
                 drift=drift.figures() if drift is not None else metrics.DriftFigures(),
                 events=drift.events.counts() if drift is not None else EventCounts(),
+                reports=drift.reports.counts()
+                if drift is not None and drift.reports is not None
+                else ReportCounts(),
             )
         )
