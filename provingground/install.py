@@ -188,6 +188,58 @@ def _endpoints_ready(kubectl: Kubectl, replicas: int) -> bool:
     return len(ready) >= replicas
 
 
+# A GPU DaskCluster the webhooks' match conditions let through: created with --dry-run=server,
+# it makes the API server call the mutating and validating webhooks through the Service.
+_PROBE_CLUSTER = {
+    "apiVersion": "kubernetes.dask.org/v1",
+    "kind": "DaskCluster",
+    "metadata": {"name": "webhook-probe", "namespace": "default"},
+    "spec": {
+        "worker": {
+            "replicas": 1,
+            "spec": {
+                "containers": [
+                    {
+                        "name": "worker",
+                        "image": "nvcr.io/nvidia/rapidsai/base:25.12-cuda12.8-py3.12",
+                        "args": ["dask", "worker", "--name", "$(DASK_WORKER_NAME)"],
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    }
+                ]
+            },
+        },
+        "scheduler": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "scheduler",
+                        "image": "nvcr.io/nvidia/rapidsai/base:25.12-cuda12.8-py3.12",
+                        "args": ["dask", "scheduler"],
+                    }
+                ]
+            },
+            "service": {"ports": [{"name": "tcp-comm", "port": 8786}]},
+        },
+    },
+}
+
+
+def _webhook_unanswered(kubectl: Kubectl) -> str | None:
+    """``None`` once the API server reaches our webhooks through the Service, else why not.
+
+    Ready endpoints are not yet a route: kube-proxy writes a new Service's rules a moment
+    later, and until then the API server's calls are refused. A server-side dry run makes the
+    API server call the webhooks as a real create would; an answer (patched or denied) is one.
+    """
+    proc = kubectl(
+        "create", "--dry-run=server", "-f", "-", "-o", "name",
+        check=False, input=json.dumps(_PROBE_CLUSTER),
+    )  # fmt: skip
+    if proc.returncode == 0 or "denied the request" in proc.stderr:
+        return None
+    return proc.stderr.strip()[-300:] or f"kubectl exited {proc.returncode}"
+
+
 @dataclass
 class Installed:
     """What the install printed and how long each step took."""
@@ -231,6 +283,10 @@ def install(
     while not _endpoints_ready(kubectl, 2):
         if time.monotonic() > deadline:
             raise InstallError(f"The {RELEASE} Service has no 2 ready endpoints in {timeout:.0f}s")
+        time.sleep(1)
+    while (last := _webhook_unanswered(kubectl)) is not None:
+        if time.monotonic() > deadline:
+            raise InstallError(f"The API server cannot call the webhooks: {last}")
         time.sleep(1)
     done.timings["dask-gpu-parity installed"] = time.monotonic() - t1
     return done
