@@ -103,6 +103,7 @@ def _run(
     if reports:
         out["written"] = _metric(op, "dgp_policyreport_writes_total", outcome="written")
         out["failed"] = _metric(op, "dgp_policyreport_writes_total", outcome="failed")
+    print(f"  {'with' if reports else 'without'} reports: {json.dumps(out)}", flush=True)
     return op, out
 
 
@@ -130,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         op.stop()
         op, results["first start"] = _run(cp, api, run_dir, args.clusters, reports=True,
                                            timeout=args.timeout)  # fmt: skip
-        stored = json.loads(
-            cp.kubectl("get", "policyreports", "-n", "fleet-0", "--limit=1", "-o", "json").stdout
-        )["items"][0]
-        results["report bytes"] = len(json.dumps(stored, separators=(",", ":")))
+        _, page = cp.api_get(
+            "/apis/wgpolicyk8s.io/v1alpha2/namespaces/fleet-0/policyreports?limit=1"
+        )
+        results["report bytes"] = len(json.dumps(page["items"][0], separators=(",", ":")))
         op.stop()
         op, results["restart"] = _run(cp, api, run_dir, args.clusters, reports=True,
                                        timeout=args.timeout)  # fmt: skip
