@@ -11,7 +11,8 @@ PolicyReport CRD as Kyverno installs it. Then ``dask-gpu-parity run`` with the d
 1. **first start**: seconds from spawn until every cluster has its report
    (``dgp_policyreports`` = N, nothing pending); the CPU seconds of kube-apiserver, etcd and the
    operator over that window, against a run of the same operator with ``--no-policy-reports``
-   on the same fleet (the difference is what the reports cost); etcd's database growth; one
+   on the same fleet, each run waiting until its first pass is done and its ParityDrift Events
+   are posted (the difference is what the reports cost); etcd's database growth; one
    report's size as stored;
 2. **restart**: the writes a restarted operator makes once its first pass is done (the reports
    are read back: expected 0);
@@ -83,8 +84,12 @@ def _run(
     before = _cpu(cp, op)
 
     def finished() -> bool:
+        # Both runs post the same Events (one ParityDrift per cluster): each waits for them too,
+        # so the difference in CPU is the reports'.
         if not _metric(op, "dgp_drift_first_pass_seconds") > 0:
             return False  # not there yet
+        if _metric(op, "dgp_events_total") < n or _metric(op, "dgp_events_pending") > 0:
+            return False
         if not reports:
             return True
         return (
@@ -99,6 +104,7 @@ def _run(
         "cpu": {k: round(after[k] - before[k], 1) for k in after},
         "etcd_growth_mib": round((etcd_db_bytes(cp) - etcd_before) / 2**20, 1),
         "first_pass_seconds": round(_metric(op, "dgp_drift_first_pass_seconds"), 1),
+        "events": _metric(op, "dgp_events_total"),
     }
     if reports:
         out["written"] = _metric(op, "dgp_policyreport_writes_total", outcome="written")
