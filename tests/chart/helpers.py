@@ -55,8 +55,13 @@ DRIFT_VERBS = frozenset(
     }
 )
 REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})
-MUTATING = ("mutate-daskcluster", "mutate-daskjob")
-VALIDATING = ("validate-daskcluster", "validate-daskjob", "validate-daskworkergroup")
+MUTATING = ("mutate-daskcluster", "mutate-daskjob", "mutate-gateway-daskcluster")
+VALIDATING = (
+    "validate-daskcluster",
+    "validate-daskjob",
+    "validate-daskworkergroup",
+    "validate-gateway-daskcluster",
+)
 
 
 class Helm(Tool):
