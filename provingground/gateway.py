@@ -178,6 +178,11 @@ class GatewayServer:
         self.processes: list[Process] = []
 
     @property
+    def api_log(self) -> Path:
+        """The API server's log (a create the API server refused is logged there)."""
+        return self.log_dir / f"dask-gateway-api-{self.namespace}.log"
+
+    @property
     def address(self) -> str:
         """The gateway's address, as ``dask_gateway.Gateway(address=...)`` takes it."""
         return f"http://127.0.0.1:{self.api_port}"

@@ -12,7 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from provingground.gateway import GatewayServer, install_gateway_crds
+from provingground.gateway import (
+    ADMIN_OPTIONS,
+    GATEWAY_IMAGE,
+    GatewayServer,
+    install_gateway_crds,
+)
 from provingground.parity import ParityOperator
 from provingground.pytest_plugin import E2ECluster
 from tests.e2e.admission.conftest import PROVING_GROUND_ONLY
@@ -33,12 +38,31 @@ def parity(cluster: E2ECluster, node_pools, dask_operator) -> Iterator[ParityOpe
 
 @pytest.fixture(scope="module")
 def gateway(cluster: E2ECluster, parity: ParityOperator) -> Iterator[GatewayServer]:
-    """dask-gateway's API server and controller, creating clusters in a fresh namespace."""
+    """dask-gateway's API server and controller with the RAPIDS administrator's options."""
+    yield from _gateway(cluster, ADMIN_OPTIONS)
+
+
+def _gateway(cluster: E2ECluster, options: str) -> Iterator[GatewayServer]:
+    """A gateway with ``options``, creating clusters in a namespace of its own."""
     install_gateway_crds(cluster.kubectl)
     namespace = f"e2e-gateway-{uuid.uuid4().hex[:5]}"
     cluster.kubectl("create", "namespace", namespace)
     try:
-        with GatewayServer(cluster.kubeconfig, cluster.log_dir, namespace, env=cluster.env) as gw:
+        with GatewayServer(
+            cluster.kubeconfig, cluster.log_dir, namespace, options=options, env=cluster.env
+        ) as gw:
             yield gw
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+@pytest.fixture(scope="module")
+def pinned_gateway(cluster: E2ECluster, parity: ParityOperator) -> Iterator[GatewayServer]:
+    """The administrator's options, whose GPU choice also pins the scheduler to another image."""
+    pinned = ADMIN_OPTIONS.replace(
+        '"worker_cmd": "dask-cuda-worker",',
+        '"worker_cmd": "dask-cuda-worker",\n'
+        f'        "scheduler_extra_container_config": {{"image": {GATEWAY_IMAGE!r}}},',
+    )
+    assert pinned != ADMIN_OPTIONS
+    yield from _gateway(cluster, pinned)

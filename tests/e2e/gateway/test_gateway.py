@@ -124,3 +124,26 @@ def test_a_cpu_cluster_from_new_cluster_is_untouched_and_costs_no_webhook_call(
         assert _admitted(parity) == before  # the CEL match conditions kept it away
     finally:
         gateway.stop_cluster("bob", name)
+
+
+def test_a_cluster_the_webhook_denies_fails_new_cluster_and_the_gateway_logs_why(
+    cluster: E2ECluster, parity: ParityOperator, pinned_gateway: GatewayServer
+) -> None:
+    # The option gives the scheduler the gateway's image and the workers RAPIDS': DGP003, an
+    # image the administrator wrote, is denied in enforce, not overwritten.
+    from dask_gateway import GatewayServerError  # the tests' import: the client's error
+
+    with pytest.raises(GatewayServerError):
+        pinned_gateway.new_cluster("carol", gpu="a100")
+
+    def logged() -> str:
+        text = pinned_gateway.api_log.read_text(errors="replace")
+        assert "dask-gpu-parity denied this resource: " in text, "not logged yet"
+        assert "DGP003 at /spec/config/scheduler_extra_container_config/image" in text
+        return text
+
+    eventually(logged, timeout=30, what="the denial in the gateway's log")
+    found = client.CustomObjectsApi(cluster.api).list_namespaced_custom_object(
+        "gateway.dask.org", "v1alpha1", pinned_gateway.namespace, "daskclusters"
+    )
+    assert as_dict(found, "DaskClusterList")["items"] == []  # nothing was created
