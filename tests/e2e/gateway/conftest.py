@@ -18,7 +18,7 @@ from provingground.gateway import (
     GatewayServer,
     install_gateway_crds,
 )
-from provingground.parity import ParityOperator
+from provingground.parity import Kubectl, ParityOperator, run_kubectl
 from provingground.pytest_plugin import E2ECluster
 from tests.e2e.admission.conftest import PROVING_GROUND_ONLY
 
@@ -66,3 +66,15 @@ def pinned_gateway(cluster: E2ECluster, parity: ParityOperator) -> Iterator[Gate
     )
     assert pinned != ADMIN_OPTIONS
     yield from _gateway(cluster, pinned)
+
+
+@pytest.fixture(scope="module")
+def gateway_crds(cluster: E2ECluster) -> None:
+    """The gateway's CRD (and the traefik.io kinds its controller uses), installed."""
+    install_gateway_crds(cluster.kubectl)
+
+
+@pytest.fixture
+def kubectl(cluster: E2ECluster) -> Kubectl:
+    """kubectl against the cluster that returns a Result (rc, stdout, stderr, warnings)."""
+    return run_kubectl(cluster.kubectl_bin, cluster.kubeconfig)
