@@ -226,21 +226,18 @@ class GatewayServer:
         for process in self.processes:
             process.check_alive()
 
-    def new_cluster(
-        self, user: str, *, workers: int = 0, timeout: float = 180, **options: Any
-    ) -> str:
-        """``Gateway.new_cluster(**options)`` as ``user``, scaled to ``workers``; its name.
+    def new_cluster(self, user: str, *, timeout: float = 180, **options: Any) -> str:
+        """``Gateway.new_cluster(**options)`` as ``user``; the cluster's name.
 
         The real client call: it creates the DaskCluster through the gateway and returns once
         the gateway reports the cluster running (the scheduler Pod running, its Service's
         endpoints ready). Nothing answers on the scheduler's port on a simulated node, so the
-        client's connection to it (which ``new_cluster`` tolerates failing) is given 2 s.
+        client's connection to it (which ``new_cluster`` tolerates failing) is given 2 s, and
+        workers cannot be asked of the scheduler: :meth:`scale` sets them as the gateway does.
         """
-        return asyncio.run(self._new_cluster(user, workers, timeout, options))
+        return asyncio.run(self._new_cluster(user, timeout, options))
 
-    async def _new_cluster(
-        self, user: str, workers: int, timeout: float, options: Mapping[str, Any]
-    ) -> str:
+    async def _new_cluster(self, user: str, timeout: float, options: Mapping[str, Any]) -> str:
         import dask  # noqa: PLC0415 - the client's imports are the tests' business only
         from dask_gateway import BasicAuth, Gateway  # noqa: PLC0415 - ditto
 
@@ -252,11 +249,29 @@ class GatewayServer:
                 cluster = await asyncio.wait_for(
                     gateway.new_cluster(shutdown_on_close=False, **options), timeout
                 )
-                if workers:
-                    await cluster.scale(workers)
                 name = str(cluster.name)
                 await cluster.close()
                 return name
+
+    def scale(self, kubectl: Callable[..., Any], name: str, workers: int) -> None:
+        """Set the cluster's ``spec.replicas``, as the gateway does on its scheduler's heartbeat.
+
+        (``GatewayCluster.scale`` goes through the scheduler, which a simulated node does not
+        run; the gateway's ``on_cluster_heartbeat`` then patches ``spec.replicas``, which the
+        controller reconciles into worker Pods.)
+        """
+        short = name.rsplit(".", 1)[-1]
+        patch = json.dumps({"spec": {"replicas": workers}})
+        kubectl(
+            "patch",
+            "daskclusters.gateway.dask.org",
+            short,
+            "-n",
+            self.namespace,
+            "--type=merge",
+            "-p",
+            patch,
+        )
 
     def stop_cluster(self, user: str, name: str) -> None:
         """``Gateway.stop_cluster(name)`` as ``user``."""

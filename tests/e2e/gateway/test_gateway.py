@@ -68,10 +68,11 @@ def test_a_gpu_cluster_from_new_cluster_gets_a_scheduler_with_the_workers_gpu_im
     cluster: E2ECluster, parity: ParityOperator, gateway: GatewayServer
 ) -> None:
     before = _admitted(parity)
-    name = gateway.new_cluster("alice", gpu="a100", workers=1)
+    name = gateway.new_cluster("alice", gpu="a100")
     short = name.rsplit(".", 1)[-1]  # the gateway's name is "<namespace>.<object name>"
     ns = gateway.namespace
     try:
+        gateway.scale(cluster.kubectl, name, 1)
         (scheduler,) = _bound(cluster, ns, short, "dask-scheduler", 1)
         (worker,) = _bound(cluster, ns, short, "dask-worker", 1)
         spec = scheduler["spec"]
