@@ -274,11 +274,19 @@ class GatewayServer:
         )
 
     def stop_cluster(self, user: str, name: str) -> None:
-        """``Gateway.stop_cluster(name)`` as ``user``."""
+        """``Gateway.stop_cluster(name)`` as ``user``.
+
+        An asynchronous client: the synchronous one closes its loop on exit and again when it
+        is collected, which distributed 2026.8 refuses ("Accessing the loop property while the
+        loop is not running").
+        """
+        asyncio.run(self._stop_cluster(user, name))
+
+    async def _stop_cluster(self, user: str, name: str) -> None:
         from dask_gateway import BasicAuth, Gateway  # noqa: PLC0415 - the tests' business only
 
-        with Gateway(self.address, auth=BasicAuth(user)) as gateway:
-            gateway.stop_cluster(name)
+        async with Gateway(self.address, auth=BasicAuth(user), asynchronous=True) as gateway:
+            await gateway.stop_cluster(name)
 
     def stop(self) -> None:
         """Stop the controller, then the API server."""
