@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.admission.test_match_conditions import calls_for
+from tests.e2e.webhook_calls import calls_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -262,9 +262,9 @@ def triage(data: Any, route: Route) -> dict[str, Any] | None:
             data,
             allowed=False,
             code=400,
-            message=f"Webhook /{route.path} checks {route.resource}, not {_named(str(group), str(plural))}: "
-            "fix the rules of the webhook configuration (dask-gpu-parity webhook-config prints "
-            "them)",
+            message=f"Webhook /{route.path} checks {route.resource}, not "
+            f"{_named(str(group), str(plural))}: fix the rules of the webhook configuration "
+            "(dask-gpu-parity webhook-config prints them)",
         )
     operation = request.get("operation")
     if operation not in _OPERATIONS:
