@@ -57,8 +57,13 @@ REPAIR_VERBS = frozenset({("apps", "deployments", "patch")})
 REPORT_VERBS = frozenset(
     ("wgpolicyk8s.io", "policyreports", verb) for verb in ("list", "create", "patch", "delete")
 )
-MUTATING = ("mutate-daskcluster", "mutate-daskjob")
-VALIDATING = ("validate-daskcluster", "validate-daskjob", "validate-daskworkergroup")
+MUTATING = ("mutate-daskcluster", "mutate-daskjob", "mutate-gateway-daskcluster")
+VALIDATING = (
+    "validate-daskcluster",
+    "validate-daskjob",
+    "validate-daskworkergroup",
+    "validate-gateway-daskcluster",
+)
 
 
 class Helm(Tool):

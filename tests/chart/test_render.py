@@ -295,7 +295,9 @@ def test_webhooks_are_create_only_side_effect_free_and_scoped(case):
         for hook in config["webhooks"]:
             (rule,) = hook["rules"]
             assert rule["operations"] == ["CREATE"]
-            assert rule["apiGroups"] == ["kubernetes.dask.org"]
+            gateway = "gateway" in hook["name"]  # dask-gateway's DaskCluster
+            assert rule["apiGroups"] == ["gateway.dask.org" if gateway else "kubernetes.dask.org"]
+            assert rule["apiVersions"] == ["v1alpha1" if gateway else "v1"]
             assert hook["sideEffects"] == "None"
             assert hook["admissionReviewVersions"] == ["v1"]
             assert hook["failurePolicy"] == values["webhook"]["failurePolicy"]
@@ -319,7 +321,7 @@ def test_webhooks_are_create_only_side_effect_free_and_scoped(case):
                 "values": ["true"],
             } in ns_terms
             assert "kube-system" in excluded
-            plural = rule["resources"][0]
+            plural = rule["resources"][0] + (".gateway.dask.org" if gateway else "")
             assert hook["matchConditions"] == [
                 # CPU-only Dask resources never reach the operator, nor what mutation answered for
                 *match_conditions(plural, validating=kind == "Validating"),

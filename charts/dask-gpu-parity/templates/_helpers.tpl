@@ -110,15 +110,37 @@ webhook.matchConditions follow.
 {{- printf "%s && type(%s.containers) == list && %s.containers.exists(c, type(c) == map && has(c.resources) && type(c.resources) == map && ['limits', 'requests'].exists(s, s in c.resources && type(c.resources[s]) == map && c.resources[s].exists(k, %s)))" (join " && " $has) . . $gpu -}}
 {{- end }}
 
+{{- /*
+dask-gateway's DaskCluster (resource daskclusters.gateway.dask.org): the pod of a role asks for a
+GPU in <role>_extra_container_config (merged into the main container) or in a container of
+<role>_extra_pod_config (appended), under spec.config.
+*/ -}}
+{{- define "dgp.gatewayRequestsGPU" -}}
+{{- $resources := printf "object.spec.config.%s_extra_container_config.resources" . -}}
+{{- $parts := splitList "." $resources -}}
+{{- $has := list -}}
+{{- range $i, $_ := $parts }}{{ if gt $i 0 }}{{ $has = append $has (printf "has(%s)" (join "." (slice $parts 0 (add1 $i)))) }}{{ end }}{{ end -}}
+{{- $container := printf "%s && type(%s) == map && ['limits', 'requests'].exists(s, s in %s && type(%s[s]) == map && %s[s].exists(k, k.contains('/')))" (join " && " $has) $resources $resources $resources $resources -}}
+{{- printf "(%s) || (%s)" $container (include "dgp.requestsGPU" (printf "object.spec.config.%s_extra_pod_config" .)) -}}
+{{- end }}
+
 {{- define "dgp.matchConditions" -}}
-{{- $workers := index (dict "daskclusters" "object.spec.worker.spec" "daskjobs" "object.spec.cluster.spec.worker.spec" "daskworkergroups" "object.spec.worker.spec") .plural -}}
+{{- $gateway := eq .plural "daskclusters.gateway.dask.org" -}}
+{{- $workers := index (dict "daskclusters" "object.spec.worker.spec" "daskjobs" "object.spec.cluster.spec.worker.spec" "daskworkergroups" "object.spec.worker.spec" "daskclusters.gateway.dask.org" "") .plural -}}
 {{- $skip := "!(has(object.metadata.annotations) && 'gpuparity.dask.org/skip' in object.metadata.annotations && object.metadata.annotations['gpuparity.dask.org/skip'].lowerAscii() == 'true')" -}}
 - name: gpu-workers
-  expression: {{ include "dgp.requestsGPU" $workers | toJson }}
+  expression: {{ ternary (include "dgp.gatewayRequestsGPU" "worker") (include "dgp.requestsGPU" $workers) $gateway | toJson }}
 - name: not-opted-out
   expression: {{ $skip | toJson }}
 {{- $scheduler := index (dict "daskclusters" "object.spec.scheduler.spec" "daskjobs" "object.spec.cluster.spec.scheduler.spec") .plural -}}
-{{- if and .validating $scheduler }}
+{{- if and .validating $gateway }}
+{{- $init := "object.spec.config.scheduler_extra_pod_config.initContainers" }}
+{{- $initParts := splitList "." $init }}
+{{- $has := list }}
+{{- range $i, $_ := $initParts }}{{ if gt $i 0 }}{{ $has = append $has (printf "has(%s)" (join "." (slice $initParts 0 (add1 $i)))) }}{{ end }}{{ end }}
+- name: not-verified
+  expression: {{ printf "!((%s) && %s && type(%s) == list && %s.exists(c, type(c) == map && has(c.name) && c.name == 'gpu-parity-check'))" (include "dgp.gatewayRequestsGPU" "scheduler") (join " && " $has) $init $init | toJson }}
+{{- else if and .validating $scheduler }}
 - name: not-verified
   expression: {{ printf "!(%s && has(%s.initContainers) && type(%s.initContainers) == list && %s.initContainers.exists(c, type(c) == map && has(c.name) && c.name == 'gpu-parity-check'))" (include "dgp.requestsGPU" $scheduler) $scheduler $scheduler $scheduler | toJson }}
 {{- end }}

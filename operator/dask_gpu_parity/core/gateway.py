@@ -20,9 +20,16 @@ from .layout import Layout, Slot
 from .patch import pointer
 from .plain import Path, as_map, copy_json, get_in
 
-__all__ = ["GATEWAY_GROUP", "find_gateway_values", "gateway_layout", "snippet_findings"]
+__all__ = [
+    "GATEWAY_GROUP",
+    "GATEWAY_VERSION",
+    "find_gateway_values",
+    "gateway_layout",
+    "snippet_findings",
+]
 
 GATEWAY_GROUP = "gateway.dask.org"
+GATEWAY_VERSION = "v1alpha1"  # the gateway CRD's only version (KubeBackend.crd_version)
 _TRAITS = (
     "image",
     "scheduler_extra_pod_config",

@@ -216,14 +216,21 @@ def test_policy_selection_by_namespace_and_priority() -> None:
 def test_webhook_configurations(url: str | None) -> None:
     values = WebhookValues(ca_bundle=b"CA", url=url, service_name="dgp", service_namespace="ops")
     mutating, validating = configurations(values)
-    assert [w["rules"][0]["resources"] for w in mutating["webhooks"]] == [
-        ["daskclusters"],
-        ["daskjobs"],
+
+    def resources(config: dict) -> list[tuple[str, str]]:
+        return [(w["rules"][0]["apiGroups"][0], w["rules"][0]["resources"][0]) for w in config]
+
+    dask, gateway = "kubernetes.dask.org", "gateway.dask.org"
+    assert resources(mutating["webhooks"]) == [
+        (dask, "daskclusters"),
+        (dask, "daskjobs"),
+        (gateway, "daskclusters"),
     ]
-    assert [w["rules"][0]["resources"][0] for w in validating["webhooks"]] == [
-        "daskclusters",
-        "daskjobs",
-        "daskworkergroups",
+    assert resources(validating["webhooks"]) == [
+        (dask, "daskclusters"),
+        (dask, "daskjobs"),
+        (dask, "daskworkergroups"),
+        (gateway, "daskclusters"),
     ]
     for webhook in mutating["webhooks"] + validating["webhooks"]:
         assert webhook["rules"][0]["operations"] == ["CREATE"]
@@ -248,6 +255,8 @@ def test_match_conditions_keep_what_needs_no_answer_away() -> None:
     for config in configurations(values):
         for webhook in config["webhooks"]:
             plural = webhook["rules"][0]["resources"][0]
+            if webhook["rules"][0]["apiGroups"] == ["gateway.dask.org"]:
+                continue  # tests/unit/decide/test_gateway_admission.py
             validating = config["kind"].startswith("Validating")
             assert webhook["matchConditions"] == match_conditions(plural, validating=validating)
             (gpu, skip, *verified) = webhook["matchConditions"]

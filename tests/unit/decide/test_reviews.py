@@ -113,11 +113,8 @@ def test_triage_answers_what_the_rules_need_not_see(
 
 @pytest.mark.parametrize("webhook", sorted(reviews.ROUTES))
 def test_triage_passes_a_create_of_the_paths_kind(webhook: str) -> None:
-    resource = {
-        "group": "kubernetes.dask.org",
-        "version": "v1",
-        "resource": reviews.ROUTES[webhook].plural,
-    }
+    route = reviews.ROUTES[webhook]
+    resource = {"group": route.group, "version": route.version, "resource": route.plural}
     assert reviews.triage(_request(resource=resource), reviews.route(webhook)) is None
 
 

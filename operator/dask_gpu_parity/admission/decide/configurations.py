@@ -2,7 +2,11 @@
 
 Development and tests point ``url:`` at an operator on the host (with the proving ground's CA);
 the Helm chart renders the in-cluster version (a Service reference) from the same values. Handler
-ids double as URL path segments, so they are lowercase DNS-1123 labels.
+ids double as URL path segments, so they are lowercase DNS-1123 labels. Beside the dask operator's
+kinds, dask-gateway's ``DaskCluster`` (``gateway.dask.org/v1alpha1``) has its own pair of webhooks
+(``mutate-gateway-daskcluster``, ``validate-gateway-daskcluster``): its controller builds the
+scheduler Pod from the object's ``spec.config``, which mutation gives parity as ``fix`` does. The
+webhooks read nothing from the API server for it, so the RBAC stays as it is.
 
 ``matchConditions`` (CEL, evaluated in the API server; GA in Kubernetes 1.30) keep every request
 whose answer is known without us from reaching the operator: a Dask resource whose workers
@@ -23,8 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dask_gpu_parity.core.gateway import GATEWAY_GROUP, GATEWAY_VERSION, gateway_layout
 from dask_gpu_parity.core.plain import as_list, as_map, get_in
-from dask_gpu_parity.core.resources import view
+from dask_gpu_parity.core.resources import GATEWAY, view
 from dask_gpu_parity.names import (
     DASK_GROUP,
     DASK_VERSION,
@@ -35,23 +40,39 @@ from dask_gpu_parity.names import (
 )
 
 __all__ = [
+    "GATEWAY_RESOURCE",
     "MUTATING",
     "NAME",
     "VALIDATING",
     "WebhookValues",
+    "api_of",
     "configurations",
     "match_conditions",
     "validated_by_mutation",
 ]
 
 NAME = DISTRIBUTION
-# (handler id, plural): the kopf handler ids and the URL paths of the webhooks.
-MUTATING = (("mutate-daskcluster", "daskclusters"), ("mutate-daskjob", "daskjobs"))
+# dask-gateway's DaskCluster: its controller builds the scheduler Pod from spec.config.
+GATEWAY_RESOURCE = f"daskclusters.{GATEWAY_GROUP}"
+# (handler id, resource): the handler ids are the URL paths of the webhooks; a resource is the
+# plural of a kubernetes.dask.org/v1 kind, or ``plural.group`` of another deployer's kind.
+MUTATING = (
+    ("mutate-daskcluster", "daskclusters"),
+    ("mutate-daskjob", "daskjobs"),
+    ("mutate-gateway-daskcluster", GATEWAY_RESOURCE),
+)
 VALIDATING = (
     ("validate-daskcluster", "daskclusters"),
     ("validate-daskjob", "daskjobs"),
     ("validate-daskworkergroup", "daskworkergroups"),
+    ("validate-gateway-daskcluster", GATEWAY_RESOURCE),
 )
+_APIS = {GATEWAY_RESOURCE: (GATEWAY_GROUP, GATEWAY_VERSION, "daskclusters")}
+
+
+def api_of(resource: str) -> tuple[str, str, str]:
+    """The (group, version, plural) a webhook's ``resource`` names."""
+    return _APIS.get(resource, (DASK_GROUP, DASK_VERSION, resource))
 
 
 @dataclass(frozen=True)
@@ -119,6 +140,36 @@ def _requests_gpu(spec: str) -> str:
     )
 
 
+def _container_requests_gpu(container: str) -> str:
+    """CEL: the container (config) at ``container`` names a GPU resource in limits or requests."""
+    resources = f"{container}.resources"
+    return (
+        f"{_has_path(resources)} && type({resources}) == map && "
+        f"['limits', 'requests'].exists(s, s in {resources} && type({resources}[s]) == map && "
+        f"{resources}[s].exists(k, {_GPU_KEY}))"
+    )
+
+
+def _gateway_requests_gpu(role: str) -> str:
+    """CEL: the gateway's pod of ``role`` asks for a GPU (its main container or another).
+
+    The controller merges ``<role>_extra_container_config`` into the main container and
+    appends ``<role>_extra_pod_config.containers`` (``KubeController.make_pod``).
+    """
+    config = "object.spec.config"
+    container = _container_requests_gpu(f"{config}.{role}_extra_container_config")
+    return f"({container}) || ({_requests_gpu(f'{config}.{role}_extra_pod_config')})"
+
+
+def _verified(gpu: str, spec: str) -> str:
+    """CEL: ``gpu`` holds and the pod spec at ``spec`` has the verifier init container."""
+    init = f"{spec}.initContainers"
+    return (
+        f"({gpu}) && {_has_path(init)} && type({init}) == list && {init}.exists(c, "
+        f"type(c) == map && has(c.name) && c.name == '{VERIFIER_CONTAINER}')"
+    )
+
+
 def match_conditions(plural: str, *, validating: bool = False) -> list[dict[str, str]]:
     """The CEL conditions under which a CREATE of ``plural`` needs the operator at all.
 
@@ -126,18 +177,28 @@ def match_conditions(plural: str, *, validating: bool = False) -> list[dict[str,
     ``core/gpu.py`` knows it (``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, ``nvidia.com/mig-*``,
     or a name a DeviceClass serves, which only the operator can look up). A validating
     webhook of a cluster or job is also left out when the object already has what the mutating
-    webhook guarantees (:func:`validated_by_mutation`): that webhook answered for it.
+    webhook guarantees (:func:`validated_by_mutation`): that webhook answered for it. For
+    :data:`GATEWAY_RESOURCE` the pods are read where the gateway's controller builds them from:
+    ``spec.config.<role>_extra_container_config`` and ``<role>_extra_pod_config``.
     """
     skip = (
         f"!(has(object.metadata.annotations) && '{SKIP_ANNOTATION}' in "
         f"object.metadata.annotations && "
         f"object.metadata.annotations['{SKIP_ANNOTATION}'].lowerAscii() == 'true')"
     )
+    if plural == GATEWAY_RESOURCE:
+        workers = _gateway_requests_gpu("worker")
+    else:
+        workers = _requests_gpu(_WORKER_SPEC[plural])
     conditions = [
-        {"name": "gpu-workers", "expression": _requests_gpu(_WORKER_SPEC[plural])},
+        {"name": "gpu-workers", "expression": workers},
         {"name": "not-opted-out", "expression": skip},
     ]
-    if validating and plural in _SCHEDULER_SPEC:
+    if validating and plural == GATEWAY_RESOURCE:
+        pod = "object.spec.config.scheduler_extra_pod_config"
+        verified = _verified(_gateway_requests_gpu("scheduler"), pod)
+        conditions.append({"name": "not-verified", "expression": f"!({verified})"})
+    elif validating and plural in _SCHEDULER_SPEC:
         spec = _SCHEDULER_SPEC[plural]
         verified = (
             f"{_requests_gpu(spec)} && has({spec}.initContainers) && "
@@ -158,9 +219,14 @@ def validated_by_mutation(resource: Mapping[str, Any]) -> bool:
     must be true wherever the CEL is.
     """
     dask = view(resource)
-    if dask is None or dask.scheduler_path is None:
+    spec: Mapping[str, Any]
+    if dask is not None and dask.deployer == GATEWAY:
+        # The pod the controller builds: the container config merged in, sidecars appended.
+        spec = gateway_layout(resource).scheduler.spec
+    elif dask is None or dask.scheduler_path is None:
         return False
-    spec = as_map(get_in(resource, dask.scheduler_path))
+    else:
+        spec = as_map(get_in(resource, dask.scheduler_path))
     gpu = any(
         isinstance(key, str) and "/" in key
         for container in as_list(spec.get("containers"))
@@ -173,16 +239,17 @@ def validated_by_mutation(resource: Mapping[str, Any]) -> bool:
 
 
 def _webhook(
-    values: WebhookValues, handler: str, plural: str, *, validating: bool = False
+    values: WebhookValues, handler: str, resource: str, *, validating: bool = False
 ) -> dict[str, Any]:
+    group, version, plural = api_of(resource)
     webhook = {
         "name": f"{handler}.{PREFIX}",
         "admissionReviewVersions": ["v1"],
         "clientConfig": _client_config(values, handler),
         "rules": [
             {
-                "apiGroups": [DASK_GROUP],
-                "apiVersions": [DASK_VERSION],
+                "apiGroups": [group],
+                "apiVersions": [version],
                 "operations": ["CREATE"],
                 "resources": [plural],
                 "scope": "Namespaced",
@@ -204,7 +271,7 @@ def _webhook(
         },
     }
     if values.match_conditions:
-        webhook["matchConditions"] = match_conditions(plural, validating=validating)
+        webhook["matchConditions"] = match_conditions(resource, validating=validating)
     return webhook
 
 

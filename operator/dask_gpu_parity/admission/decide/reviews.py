@@ -50,8 +50,15 @@ class Route:
 
     path: str  # the handler id, e.g. "mutate-daskcluster"; as requested when unknown
     plural: str = ""  # the resource it checks, e.g. "daskclusters"; "" when there is no webhook
-    kind: str = "-"  # the kind label, e.g. "daskcluster"
+    kind: str = "-"  # the kind label, e.g. "daskcluster", "gateway-daskcluster"
     mutating: bool = False
+    group: str = DASK_GROUP  # the resource's API group and version
+    version: str = DASK_VERSION
+
+    @property
+    def resource(self) -> str:
+        """The resource for messages: its plural, with its group when not the dask operator's."""
+        return _named(self.group, self.plural)
 
     @property
     def label(self) -> str:
@@ -59,11 +66,17 @@ class Route:
         return self.path if self.plural else UNKNOWN
 
 
+def _named(group: str, plural: str) -> str:
+    return plural if group == DASK_GROUP else f"{plural}.{group}"
+
+
 def _table() -> dict[str, Route]:
     routes = {}
     for handlers, mutating in ((configurations.MUTATING, True), (configurations.VALIDATING, False)):
-        for path, plural in handlers:
-            routes[path] = Route(path, plural, plural.removesuffix("s"), mutating)
+        for path, resource in handlers:
+            group, version, plural = configurations.api_of(resource)
+            kind = path.split("-", 1)[1]  # mutate-gateway-daskcluster: gateway-daskcluster
+            routes[path] = Route(path, plural, kind, mutating, group, version)
     return routes
 
 
@@ -90,12 +103,11 @@ class Answer:
 
 
 MAX_BODY = 16 << 20  # the API server accepts requests up to 3 MiB
-_DASK = (DASK_GROUP, DASK_VERSION)
 _REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 _OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")  # admission.k8s.io/v1 Operation
 _MAX_MESSAGE = 400
 # The ``result`` label of answers made before the rules ran, by their status code.
-_PLURALS = frozenset(r.plural for r in ROUTES.values())
+_CHECKED = frozenset((r.group, r.version, r.plural) for r in ROUTES.values())
 _EDGE_RESULTS = {400: "malformed", 404: "malformed", 413: "malformed", 500: "error"}
 
 
@@ -236,7 +248,7 @@ def triage(data: Any, route: Route) -> dict[str, Any] | None:
     group, version, plural = (resource.get(k) for k in ("group", "version", "resource"))
     if not all(isinstance(v, str) for v in (group, version, plural)):
         return malformed(data, "request.resource needs group, version and resource strings")
-    if (group, version) != _DASK or plural not in _PLURALS:
+    if (group, version, plural) not in _CHECKED:
         return review(
             data,
             allowed=True,
@@ -245,13 +257,14 @@ def triage(data: Any, route: Route) -> dict[str, Any] | None:
                 "unchecked; limit the webhook configuration's rules to Dask resources"
             ],
         )
-    if plural != route.plural:
+    if (group, plural) != (route.group, route.plural):
         return review(
             data,
             allowed=False,
             code=400,
-            message=f"Webhook /{route.path} checks {route.plural}, not {plural}: fix the rules "
-            "of the webhook configuration (dask-gpu-parity webhook-config prints them)",
+            message=f"Webhook /{route.path} checks {route.resource}, not "
+            f"{_named(str(group), str(plural))}: fix the rules of the webhook configuration "
+            "(dask-gpu-parity webhook-config prints them)",
         )
     operation = request.get("operation")
     if operation not in _OPERATIONS:
