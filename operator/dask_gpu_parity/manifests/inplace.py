@@ -64,16 +64,32 @@ def signals_raise() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C, SIGTERM and SIGHUP back while the block runs; they arrive after it."""
+    """Hold Ctrl-C, SIGTERM and SIGHUP back while the block runs; they arrive after it.
+
+    Deferred at Python's level, not by the thread's signal mask: the kernel hands a signal
+    sent to the process to any thread that does not block it, and Python then runs its handler
+    in the main thread whatever that thread's mask says (a library's worker thread is enough).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, *_caught()}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    pending: list[int] = []
+
+    def defer(signum: int, _frame: Any) -> None:
+        pending.append(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, *_caught()):
+        handler = signal.getsignal(sig)
+        if handler is not signal.SIG_IGN and handler is not None:
+            previous[sig] = signal.signal(sig, defer)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)
 
 
 def escaping_link(path: str, folders: Sequence[str]) -> tuple[str, str] | None:

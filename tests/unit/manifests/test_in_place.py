@@ -219,9 +219,23 @@ def test_attributes_that_cannot_be_copied_make_it_write_in_place(
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
 
 
+@pytest.mark.parametrize("threads", [1, 2], ids=["alone", "beside-another-thread"])
 def test_a_signal_during_an_overwrite_comes_after_the_whole_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
+    """Also with a second thread in the process: the kernel then hands it the signal, and
+    Python runs the handler in the main thread all the same (a mask there held nothing)."""
+    stop = threading.Event()
+    others = [threading.Thread(target=stop.wait, daemon=True) for _ in range(threads - 1)]
+    for thread in others:
+        thread.start()
+    try:
+        _overwrite_signalled(tmp_path, monkeypatch)
+    finally:
+        stop.set()
+
+
+def _overwrite_signalled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _hard_linked(tmp_path)
     expected = cli(["fix", str(path)])[1]
     real_fallocate = os.posix_fallocate
