@@ -56,6 +56,7 @@ class Reports:
         self.current: dict[tuple[str, str], tuple[Outcome, ...]] = {}
         self.subjects: dict[tuple[str, str], Subject] = {}
         self.first_pass = False
+        self.removed: list[tuple[str, str]] = []
 
     def update(self, subject: Subject, outcomes: Any) -> None:
         key = (subject.namespace, subject.name)
@@ -63,6 +64,7 @@ class Reports:
         self.subjects[key] = subject
 
     def remove(self, key: tuple[str, str]) -> None:
+        self.removed.append(key)
         self.current.pop(key, None)
 
     def first_pass_done(self) -> None:

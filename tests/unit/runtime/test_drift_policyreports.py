@@ -7,6 +7,7 @@ ParityDriverMismatch; a CPU cluster, an opted-out one and a deleted one have no 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 from dask_gpu_parity.core.engine import evaluate
@@ -84,3 +85,26 @@ def test_cpu_opted_out_and_deleted_clusters_have_no_report() -> None:
         assert h.reports.current == {}
 
     run(test)
+
+
+def test_a_restart_deletes_nothing_while_deployments_are_still_being_listed() -> None:
+    """Clusters are listed before their scheduler Deployments: until every Deployment is
+    listed, a cluster without one may simply not have been seen yet."""
+
+    async def test(h: Harness) -> None:
+        h.reports.current[("team", "c")] = ()  # read back from before the restart
+        doc = dask_cluster("c")
+        h.watch.stores.put_cluster(doc)
+        h.listed("daskclusters")
+        h.listed("pods")
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert ("team", "c") in h.reports.current
+        assert h.reports.removed == []
+        h.watch.stores.put_deployment(scheduler_deployment(doc))
+        h.listed("deployments")
+        await h.settle()
+        assert ("DGP001", "fail") in h.reports.rules("c")
+        assert h.reports.removed == []
+
+    run(test, listed=False)

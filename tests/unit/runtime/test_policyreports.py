@@ -44,6 +44,7 @@ class FakeApi:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.fail_next: list[int] = []  # statuses to answer the next writes with
         self.discovered = 0
+        self.delete_delay = 0.0  # seconds a DELETE takes
 
     def app(self) -> aiohttp.web.Application:
         app = aiohttp.web.Application()
@@ -79,6 +80,7 @@ class FakeApi:
 
     async def delete(self, request: aiohttp.web.Request) -> aiohttp.web.Response:
         self.requests.append(("DELETE", request.path, {}))
+        await asyncio.sleep(self.delete_delay)
         key = f"{request.match_info['ns']}/{request.match_info['name']}"
         if self.stored.pop(key, None) is None:
             return aiohttp.web.json_response({"kind": "Status", "code": 404}, status=404)
@@ -173,6 +175,26 @@ def test_removing_deletes_and_a_report_the_garbage_collector_took_is_no_failure(
     assert fake.stored == {}
     assert writer.failed == 0
     assert writer.counts().reports == 0
+
+
+def test_an_update_that_arrives_while_its_report_is_being_deleted_writes_it_again() -> None:
+    """A restarted operator may say "no report" for a cluster and then, a moment later, what
+    its report (read back, unchanged) says: the report must be there in the end."""
+    fake = FakeApi()
+    before = policy_report(subject("a"), [passed("ok")], 1)
+    fake.stored[f"team/{before['metadata']['name']}"] = before
+    fake.delete_delay = 0.2
+
+    async def script(writer: reports.PolicyReports) -> None:
+        while not fake.discovered or not writer.served:
+            await asyncio.sleep(0.01)
+        writer.remove(("team", "a"))
+        while not any(m == "DELETE" for m, _, _ in fake.requests):
+            await asyncio.sleep(0.01)
+        writer.update(subject("a"), [passed("ok")])  # the DELETE is in flight
+
+    asyncio.run(running(fake, script, lambda w: w.written >= 1))
+    assert list(fake.stored) == ["team/dask-gpu-parity-uid-a"]
 
 
 def test_a_cluster_recreated_under_its_name_gets_a_new_report_and_loses_the_old() -> None:

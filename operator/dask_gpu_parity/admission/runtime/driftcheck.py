@@ -25,7 +25,16 @@ from dask_gpu_parity.core.policyreport import Outcome, Subject
 from dask_gpu_parity.core.rules import pins
 from dask_gpu_parity.names import DASK_API_VERSION
 
-from .driftstore import PLACEMENT, PODS, SPEC, DriftStores, Key, StoredCluster
+from .driftstore import (
+    CLUSTERS,
+    DEPLOYMENTS,
+    PLACEMENT,
+    PODS,
+    SPEC,
+    DriftStores,
+    Key,
+    StoredCluster,
+)
 from .events import Events
 from .reports import ReportCounts
 
@@ -110,8 +119,8 @@ class DriftChecks:
         if cluster is None or cluster.skip or namespace_skip:
             stores.specs.forget(*key)
             stores.places.forget(*key)
-            if self.reports is not None:
-                self.reports.remove(key)
+            if self.reports is not None and (cluster is not None or CLUSTERS.kind in stores.listed):
+                self.reports.remove(key)  # not for a cluster that may yet be listed
             return
         policy = self.operator.policy(labels)
         self.policies[key[0]] = policy
@@ -130,7 +139,10 @@ class DriftChecks:
         assert self.reports is not None
         findings = self.stores.specs.findings(*key)
         if findings is None:
-            self.reports.remove(key)
+            # No GPU workers, or no scheduler Deployment: known only once every Deployment is
+            # listed (a restarted operator must not delete, then write again, what is right).
+            if DEPLOYMENTS.kind in self.stores.listed:
+                self.reports.remove(key)
             return
         subject = Subject(DASK_API_VERSION, "DaskCluster", key[0], key[1], cluster.uid)
         mismatch = self.stores.places.mismatch(*key)

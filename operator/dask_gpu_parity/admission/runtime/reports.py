@@ -211,9 +211,12 @@ class PolicyReports:
         stored = self._stored.get(key)
         name = report_name(wanted[0]) if wanted is not None else None
         if stored is not None and stored.name != name:
+            # Forgotten before the call: an update that arrives while it is in flight must not
+            # take the report for there (it is being deleted) and skip its write.
+            del self._stored[key]
             if not await self._send_delete(key, stored.name, wanted):
+                self._stored.setdefault(key, stored)  # still there, as far as known
                 return
-            self._stored.pop(key, None)
         if wanted is None:
             return
         subject, outcomes = wanted
