@@ -1,0 +1,217 @@
+"""The plots of docs/performance.md, drawn from the recorded results as SVG in docs/figures/.
+
+Usage: python -m benchmarks.figures [--check]    (make figures)
+
+Every point comes from ``benchmarks/results/*.json`` (``benchmarks/results.py``); nothing is typed
+in here. The SVG is byte-stable for a given matplotlib (the ``figures`` extra pins it): no date,
+a fixed hash salt for the ids, text kept as text. ``--check`` writes nothing and exits 1 when a
+committed figure is not what its results draw (``tests/unit/repo/test_figures.py`` does the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.results import ROOT, load
+
+__all__ = ["FIGURES", "OUT", "main", "render"]
+
+OUT = ROOT / "docs" / "figures"
+STYLE = {
+    "svg.hashsalt": "dask-gpu-parity",  # ids of clip paths and markers: the same every run
+    "svg.fonttype": "none",  # text as text: small files, no glyph outlines to drift
+    "font.family": "DejaVu Sans",
+    "font.size": 9.0,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 5.0,
+}
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+Row = dict[str, Any]
+
+
+def _median(value: Any) -> float:
+    return float(statistics.median(value)) if isinstance(value, list) else float(value)
+
+
+def _rows(data: dict[str, Any], **match: Any) -> list[tuple[dict[str, Any], Row]]:
+    """(run, row) pairs whose run or row has every ``match`` value."""
+    return [
+        (run, row)
+        for run in data["runs"]
+        for row in run["rows"]
+        if all(row.get(k, run.get(k)) == v for k, v in match.items())
+    ]
+
+
+def _size_ticks(ax: Any, rows: Iterable[Row]) -> None:
+    sizes = sorted({(r["clusters"], r["gpu_nodes"]) for r in rows})
+    ax.set_xticks([c for c, _ in sizes])
+    ax.set_xticklabels([f"{c:,}\n{g:,} GPU nodes" for c, g in sizes])
+    ax.set_xlabel("DaskClusters (and GPU nodes)")
+
+
+def _line(ax: Any, rows: Sequence[Row], y: str, label: str, colour: str, **kw: Any) -> None:
+    points = sorted((r["clusters"], _median(r[y])) for r in rows if r.get(y) is not None)
+    if points:
+        ax.plot(*zip(*points, strict=True), marker="o", color=colour, label=label, **kw)
+
+
+def _spread(ax: Any, rows: Sequence[Row], y: str, label: str, colour: str) -> None:
+    """Median with the fastest and slowest run as whiskers."""
+    rows = sorted((r for r in rows if r.get(y)), key=lambda r: r["clusters"])
+    if not rows:
+        return
+    xs = [r["clusters"] for r in rows]
+    mid = [_median(r[y]) for r in rows]
+    low = [m - min(r[y]) for m, r in zip(mid, rows, strict=True)]
+    high = [max(r[y]) - m for m, r in zip(mid, rows, strict=True)]
+    ax.errorbar(xs, mid, yerr=[low, high], marker="o", capsize=3, color=colour, label=label)
+
+
+def _operator_scale(fig: Any) -> None:
+    data = load("scale")
+    sweep = [row for _, row in _rows(data, label="three sizes")]
+    quiet = [row for _, row in _rows(data, label="largest size, quieter machine")]
+    run = next(r for r in data["runs"] if r["label"] == "three sizes")
+    time_ax, memory_ax = fig.subplots(1, 2)
+    for ax in (time_ax, memory_ax):
+        _size_ticks(ax, sweep)
+    modes = (("no-drift", COLOURS[0]), ("drift", COLOURS[1]))
+    for mode, colour in modes:
+        rows = [r for r in sweep if r["mode"] == mode]
+        _line(time_ax, rows, "full_inventory_s", f"full inventory ({mode})", colour, ls="--")
+        _line(memory_ax, rows, "vmhwm_mib", f"VmHWM ({mode})", colour)
+    drift = [r for r in sweep if r["mode"] == "drift"]
+    _line(time_ax, drift, "drift_first_pass_s", "drift first pass", COLOURS[2])
+    for r in quiet:
+        colour = dict(modes)[r["mode"]]
+        memory_ax.plot(r["clusters"], r["vmhwm_mib"], "s", mfc="none", color=colour)
+        if r.get("drift_first_pass_s") is not None:
+            time_ax.plot(r["clusters"], r["drift_first_pass_s"], "s", mfc="none", color=COLOURS[2])
+    time_ax.plot(
+        [], [], "s", mfc="none", color="grey", label=f"quieter run ({quiet[0]['clusters']:,})"
+    )
+    time_ax.set_ylabel("seconds from the operator's start")
+    time_ax.set_title("Ready and first drift pass", loc="left")
+    memory_ax.set_ylabel("MiB (high-water mark)")
+    memory_ax.set_ylim(bottom=0)
+    memory_ax.set_title("Operator memory", loc="left")
+    time_ax.legend(loc="upper left")
+    memory_ax.legend(loc="lower right")
+    fig.suptitle(
+        f"dask-gpu-parity run at fleet scale ({run['date']}, {run['commit']})", x=0.01, ha="left"
+    )
+
+
+def _drift_pass(fig: Any) -> None:
+    data = load("drift_pass")
+    sweeps = [r for r in data["runs"] if len({row["clusters"] for row in r["rows"]}) > 1]
+    points = [r for r in data["runs"] if r not in sweeps]
+    cpu_ax, heap_ax = fig.subplots(1, 2)
+    for n, run in enumerate(sweeps):
+        colour = COLOURS[n % len(COLOURS)]
+        _size_ticks(cpu_ax, run["rows"])
+        _size_ticks(heap_ax, run["rows"])
+        label = f"{run['date']}, {run['commit']}"
+        _spread(cpu_ax, run["rows"], "first_pass_cpu_s", f"first pass ({label})", colour)
+        _line(cpu_ax, run["rows"], "clusters_in_cpu_s", "clusters in", colour, ls=":")
+        _line(heap_ax, run["rows"], "heap_after_mib", f"kept after the pass ({label})", colour)
+        _line(heap_ax, run["rows"], "heap_peak_mib", "peak", colour, ls=":")
+    for n, run in enumerate(points):
+        for row in run["rows"]:
+            if row.get("tree") == "after" and row.get("first_pass_cpu_s"):
+                colour = COLOURS[(len(sweeps) + n) % len(COLOURS)]
+                label = f"earlier: {run['date']}, {run['commit']}"
+                _spread(cpu_ax, [row], "first_pass_cpu_s", label, colour)
+    cpu_ax.set_ylabel("CPU seconds (median, fastest to slowest)")
+    cpu_ax.set_ylim(bottom=0)
+    cpu_ax.set_title("Drift watch, in process: CPU", loc="left")
+    heap_ax.set_ylabel("MiB of Python heap (tracemalloc)")
+    heap_ax.set_ylim(bottom=0)
+    heap_ax.set_title("Drift watch, in process: memory", loc="left")
+    cpu_ax.legend(loc="upper left")
+    heap_ax.legend(loc="upper left")
+
+
+def _audit_scale(fig: Any) -> None:
+    data = load("audit_scale")
+    time_ax, memory_ax = fig.subplots(1, 2)
+    every = [row for _, row in _rows(data)]
+    for ax in (time_ax, memory_ax):
+        _size_ticks(ax, every)
+    for n, run in enumerate(data["runs"]):
+        for tree in sorted({row.get("tree", "") for row in run["rows"]}):
+            rows = [row for row in run["rows"] if row.get("tree", "") == tree]
+            colour = COLOURS[(2 * n + (tree == "after")) % len(COLOURS)]
+            label = f"{tree} ({run['date']}, {rows[0].get('commit', run['commit'])})"
+            _spread(time_ax, rows, "seconds", label, colour)
+            _line(memory_ax, rows, "peak_rss_mib", label, colour)
+    time_ax.set_yscale("log")
+    time_ax.set_ylabel("wall seconds, log scale (median of the runs, fastest to slowest)")
+    time_ax.set_title("audit -A -o json", loc="left")
+    memory_ax.set_ylabel("MiB (peak RSS)")
+    memory_ax.set_ylim(bottom=0)
+    memory_ax.set_title("audit memory", loc="left")
+    time_ax.legend(loc="upper left")
+    memory_ax.legend(loc="upper left")
+
+
+FIGURES: dict[str, Callable[[Any], None]] = {
+    "operator-scale.svg": _operator_scale,
+    "drift-pass.svg": _drift_pass,
+    "audit-scale.svg": _audit_scale,
+}
+
+
+def render(name: str) -> bytes:
+    """The SVG of figure ``name``, byte for byte as ``make figures`` writes it."""
+    import matplotlib  # the 'figures' extra: only make figures needs it
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(10.0, 4.2), layout="constrained")
+        FIGURES[name](fig)
+        out = io.BytesIO()
+        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("the figures need matplotlib: make figures installs it", file=sys.stderr)
+        return 2
+    stale = []
+    for name in FIGURES:
+        svg, path = render(name), args.out / name
+        if args.check:
+            if not path.exists() or path.read_bytes() != svg:
+                stale.append(name)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(svg)
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    if stale:
+        print(f"not what the results draw (run make figures): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
