@@ -36,10 +36,18 @@ _IDENTITY = frozenset(
 
 
 def spec_key(resource: Mapping[str, Any]) -> str:
-    """Everything of ``resource`` a rule can read, as one string (identity and status left out)."""
+    """Everything of ``resource`` a rule can read, as one string (identity and status left out).
+
+    Equal strings mean equal content. Keys stay in the order listed (the API server writes
+    them sorted), so equal objects written in another order only miss a share. A value JSON
+    cannot hold (a date read from YAML) makes a key no other resource has.
+    """
     kept = {k: v for k, v in resource.items() if k not in ("metadata", "status")}
     meta = {k: v for k, v in as_map(resource.get("metadata")).items() if k not in _IDENTITY}
-    return json.dumps([kept, meta], sort_keys=True, separators=(",", ":"), default=str)
+    try:
+        return json.dumps([kept, meta], separators=(",", ":"))
+    except (TypeError, ValueError):
+        return f"unshared:{id(resource)}"  # resources outlive the audit's Evaluations
 
 
 class Evaluations:

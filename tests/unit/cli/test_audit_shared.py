@@ -12,6 +12,7 @@ and the status the dask operator keeps (status.phase).
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,18 @@ def test_namespaces_under_equal_policies_share_one_policy_object():
     (a, a_skips), (b, b_skips), (lab, _) = (in_force.of(ns) for ns in NAMESPACES)
     assert a is b is lab
     assert (a_skips, b_skips) == (False, True)
+
+
+def test_a_value_json_cannot_hold_is_never_shared():
+    # PyYAML reads an unquoted 2026-01-15 as a date (YAML 1.1 timestamps); the API server never
+    # sends one, but a state built from files may hold it.
+    template = example("gpu-cluster-tcp.yaml")
+    one, other = _stamped(template, "a", "team-a", 1), _stamped(template, "b", "team-a", 2)
+    for doc in (one, other):
+        doc["metadata"]["labels"] = {"since": dt.date(2026, 1, 15)}
+    assert spec_key(one) != spec_key(other)
+    calls = []
+    evaluations = Evaluations(lambda resource, *_: calls.append(resource) or ())
+    evaluations.findings(one, Policy())
+    evaluations.findings(other, Policy())
+    assert calls == [one, other]
