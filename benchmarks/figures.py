@@ -79,6 +79,21 @@ def _spread(ax: Any, rows: Sequence[Row], y: str, label: str, colour: str) -> No
     ax.errorbar(xs, mid, yerr=[low, high], marker="o", capsize=3, color=colour, label=label)
 
 
+def _legend(ax: Any, loc: str) -> None:
+    if ax.get_legend_handles_labels()[0]:  # an empty legend is a warning
+        ax.legend(loc=loc)
+
+
+def _log_seconds(ax: Any) -> None:
+    """A log axis labelled 1, 2, 5, 10, 20, ... as plain numbers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _operator_scale(fig: Any) -> None:
     data = load("scale")
     sweep = [row for _, row in _rows(data, label="three sizes")]
@@ -97,18 +112,19 @@ def _operator_scale(fig: Any) -> None:
     for r in quiet:
         colour = dict(modes)[r["mode"]]
         memory_ax.plot(r["clusters"], r["vmhwm_mib"], "s", mfc="none", color=colour)
+        time_ax.plot(r["clusters"], r["full_inventory_s"], "s", mfc="none", color=colour)
         if r.get("drift_first_pass_s") is not None:
             time_ax.plot(r["clusters"], r["drift_first_pass_s"], "s", mfc="none", color=COLOURS[2])
-    time_ax.plot(
-        [], [], "s", mfc="none", color="grey", label=f"quieter run ({quiet[0]['clusters']:,})"
-    )
+    (quieter,) = [r for r in data["runs"] if r["label"] == "largest size, quieter machine"]
+    for ax in (time_ax, memory_ax):
+        ax.plot([], [], "s", mfc="none", color="grey", label=f"quieter ({quieter['commit']})")
     time_ax.set_ylabel("seconds from the operator's start")
     time_ax.set_title("Ready and first drift pass", loc="left")
     memory_ax.set_ylabel("MiB (high-water mark)")
     memory_ax.set_ylim(bottom=0)
     memory_ax.set_title("Operator memory", loc="left")
-    time_ax.legend(loc="upper left")
-    memory_ax.legend(loc="lower right")
+    _legend(time_ax, "upper left")
+    _legend(memory_ax, "lower right")
     fig.suptitle(
         f"dask-gpu-parity run at fleet scale ({run['date']}, {run['commit']})", x=0.01, ha="left"
     )
@@ -140,8 +156,8 @@ def _drift_pass(fig: Any) -> None:
     heap_ax.set_ylabel("MiB of Python heap (tracemalloc)")
     heap_ax.set_ylim(bottom=0)
     heap_ax.set_title("Drift watch, in process: memory", loc="left")
-    cpu_ax.legend(loc="upper left")
-    heap_ax.legend(loc="upper left")
+    _legend(cpu_ax, "upper left")
+    _legend(heap_ax, "upper left")
 
 
 def _audit_scale(fig: Any) -> None:
@@ -154,17 +170,18 @@ def _audit_scale(fig: Any) -> None:
         for tree in sorted({row.get("tree", "") for row in run["rows"]}):
             rows = [row for row in run["rows"] if row.get("tree", "") == tree]
             colour = COLOURS[(2 * n + (tree == "after")) % len(COLOURS)]
-            label = f"{tree} ({run['date']}, {rows[0].get('commit', run['commit'])})"
+            label = f"{tree}: {rows[0].get('commit', run['commit'])}, {run['date']}"
+            label += f", {run['legend']}" if run.get("legend") else ""
             _spread(time_ax, rows, "seconds", label, colour)
             _line(memory_ax, rows, "peak_rss_mib", label, colour)
-    time_ax.set_yscale("log")
-    time_ax.set_ylabel("wall seconds, log scale (median of the runs, fastest to slowest)")
-    time_ax.set_title("audit -A -o json", loc="left")
+    _log_seconds(time_ax)
+    time_ax.set_ylabel("wall seconds (log scale)")
+    time_ax.set_title("audit -A -o json: median of the runs, fastest to slowest", loc="left")
     memory_ax.set_ylabel("MiB (peak RSS)")
     memory_ax.set_ylim(bottom=0)
     memory_ax.set_title("audit memory", loc="left")
-    time_ax.legend(loc="upper left")
-    memory_ax.legend(loc="upper left")
+    _legend(time_ax, "upper left")
+    _legend(memory_ax, "upper left")
 
 
 FIGURES: dict[str, Callable[[Any], None]] = {
