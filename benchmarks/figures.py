@@ -16,14 +16,17 @@ import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.results import ROOT, load
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 __all__ = ["FIGURES", "OUT", "main", "render"]
 
 OUT = ROOT / "docs" / "figures"
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.hashsalt": "dask-gpu-parity",  # ids of clip paths and markers: the same every run
     "svg.fonttype": "none",  # text as text: small files, no glyph outlines to drift
     "font.family": "DejaVu Sans",
