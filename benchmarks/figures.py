@@ -187,8 +187,56 @@ def _audit_scale(fig: Any) -> None:
     _legend(memory_ax, "upper left")
 
 
+def _operator_dra(fig: Any) -> None:
+    """The DRA fleet's runs, a fix apart: a group of bars per commit."""
+    runs = [r for r in load("scale")["runs"] if r.get("dra")]
+    time_ax, memory_ax = fig.subplots(1, 2)
+    bars = (  # axis, field, mode, colour, hatch, offset, width
+        (time_ax, "full_inventory_s", "no-drift", COLOURS[0], "//", -0.27, 0.27),
+        (time_ax, "full_inventory_s", "drift", COLOURS[1], "//", 0.0, 0.27),
+        (time_ax, "drift_first_pass_s", "drift", COLOURS[2], None, 0.27, 0.27),
+        (memory_ax, "vmhwm_mib", "no-drift", COLOURS[0], None, -0.18, 0.36),
+        (memory_ax, "vmhwm_mib", "drift", COLOURS[1], None, 0.18, 0.36),
+    )
+    for ax, key, mode, colour, hatch, offset, width in bars:
+        points = [
+            (x, row[key])
+            for x, run in enumerate(runs)
+            for row in run["rows"]
+            if row["mode"] == mode and row.get(key) is not None
+        ]
+        label = f"{key.removesuffix('_s').removesuffix('_mib').replace('_', ' ')} ({mode})"
+        ax.bar(
+            [x + offset for x, _ in points],
+            [v for _, v in points],
+            width=width,
+            color=colour,
+            hatch=hatch,
+            edgecolor="white",
+            label=label.replace("vmhwm", "VmHWM"),
+        )
+    for ax in (time_ax, memory_ax):
+        ax.set_xticks(range(len(runs)))
+        ax.set_xticklabels([r["commit"] for r in runs])
+        ax.set_xlabel("commit, each a fix after the one before (docs/performance.md)")
+    row = runs[0]["rows"][0]
+    time_ax.set_ylabel("seconds from the operator's start")
+    time_ax.set_title("Ready and first drift pass", loc="left")
+    memory_ax.set_ylabel("MiB (high-water mark)")
+    memory_ax.set_title("Operator memory", loc="left")
+    _legend(time_ax, "upper right")
+    _legend(memory_ax, "lower right")
+    fig.suptitle(
+        f"A DRA fleet: {row['gpu_nodes']:,} GPU nodes on NVIDIA's DRA driver, "
+        f"{row['clusters']:,} DaskClusters ({runs[0]['date']})",
+        x=0.01,
+        ha="left",
+    )
+
+
 FIGURES: dict[str, Callable[[Any], None]] = {
     "operator-scale.svg": _operator_scale,
+    "operator-dra.svg": _operator_dra,
     "drift-pass.svg": _drift_pass,
     "audit-scale.svg": _audit_scale,
 }
