@@ -8,7 +8,7 @@ cluster, which is in the key), so resources equal in everything else share one e
 
 from __future__ import annotations
 
-import json
+import marshal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,19 +35,21 @@ _IDENTITY = frozenset(
 )
 
 
-def spec_key(resource: Mapping[str, Any]) -> str:
-    """Everything of ``resource`` a rule can read, as one string (identity and status left out).
+def spec_key(resource: Mapping[str, Any]) -> bytes:
+    """Everything of ``resource`` a rule can read, as bytes (identity and status left out).
 
-    Equal strings mean equal content. Keys stay in the order listed (the API server writes
-    them sorted), so equal objects written in another order only miss a share. A value JSON
-    cannot hold (a date read from YAML) makes a key no other resource has.
+    Equal bytes mean equal content, types included (``marshal`` format 2, which has no
+    back-references, so equal objects give equal bytes however they share their strings). Keys
+    stay in the order listed (the API server writes them sorted), so equal objects written in
+    another order only miss a share. A value ``marshal`` cannot hold makes a key no other
+    resource has.
     """
     kept = {k: v for k, v in resource.items() if k not in ("metadata", "status")}
     meta = {k: v for k, v in as_map(resource.get("metadata")).items() if k not in _IDENTITY}
     try:
-        return json.dumps([kept, meta], separators=(",", ":"))
-    except (TypeError, ValueError):
-        return f"unshared:{id(resource)}"  # resources outlive the audit's Evaluations
+        return marshal.dumps((kept, meta), 2)
+    except ValueError:
+        return b"unshared:%d" % id(resource)  # resources outlive the audit's Evaluations
 
 
 class Evaluations:
@@ -55,7 +57,7 @@ class Evaluations:
 
     def __init__(self, judge: Callable[..., Sequence[Finding]]) -> None:
         self._judge = judge
-        self._seen: dict[tuple[str, int, str], tuple[Finding, ...]] = {}
+        self._seen: dict[tuple[bytes, int, bytes], tuple[Finding, ...]] = {}
         self.evaluated = 0  # distinct evaluations, for the benchmark's report
 
     def findings(
@@ -69,7 +71,7 @@ class Evaluations:
 
         ``cluster_name`` and ``cluster``: a DaskWorkerGroup's DaskCluster (its findings name it).
         """
-        parent = f"{cluster_name}\0{spec_key(cluster)}" if cluster is not None else cluster_name
+        parent = cluster_name.encode() + (b"\0" + spec_key(cluster) if cluster is not None else b"")
         key = (spec_key(resource), id(policy), parent)  # policies live as long as the audit
         found = self._seen.get(key)
         if found is None:
