@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,13 @@ def test_a_value_json_cannot_hold_is_never_shared():
     evaluations.findings(one, Policy())
     evaluations.findings(other, Policy())
     assert calls == [one, other]
+
+
+def test_equal_resources_get_one_key_however_their_strings_are_shared():
+    # A LIST page decoded by json shares its keys' strings among its items; a resource decoded
+    # alone shares nothing: both must give the same key.
+    template = _stamped(example("gpu-cluster-tcp.yaml"), "a", "team-a", 1)
+    text = json.dumps(template)
+    page = json.loads(f"[{text}, {text}]")
+    alone = json.loads(text)
+    assert spec_key(page[0]) == spec_key(page[1]) == spec_key(alone)
