@@ -173,7 +173,8 @@ def _audit_scale(fig: Any) -> None:
         for tree in sorted({row.get("tree", "") for row in run["rows"]}):
             rows = [row for row in run["rows"] if row.get("tree", "") == tree]
             colour = COLOURS[(2 * n + (tree == "after")) % len(COLOURS)]
-            label = f"{tree}: {rows[0].get('commit', run['commit'])}, {run['date']}"
+            commits = dict.fromkeys(row.get("commit", run["commit"]) for row in rows)
+            label = f"{tree}: {'/'.join(commits)}, {run['date']}"
             label += f", {run['legend']}" if run.get("legend") else ""
             _spread(time_ax, rows, "seconds", label, colour)
             _line(memory_ax, rows, "peak_rss_mib", label, colour)
