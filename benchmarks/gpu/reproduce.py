@@ -20,7 +20,6 @@ Usage (repository root, GPU machine, dask + distributed + distributed-ucxx-cu13 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import signal
@@ -46,9 +45,10 @@ def client_main(workload: str, address: str, fake_gpu: bool) -> int:
     t0 = time.perf_counter()
     result: dict[str, Any] = {"workload": workload}
     try:
-        # CPU dry run of this script's logic: numpy stands in for cupy (typed as a module
-        # either way: numpy ships types where it is installed, cupy nowhere here).
-        xp: Any = importlib.import_module("numpy" if fake_gpu else "cupy")
+        if fake_gpu:  # CPU dry run of this script's logic: numpy stands in for cupy
+            import numpy as xp
+        else:
+            import cupy as xp
         import dask.array as da
         from distributed import Client
 
