@@ -125,3 +125,35 @@ DASK_CRDS = $(shell $(BIN)/python -c 'import dask_kubernetes, pathlib; print(pat
 .PHONY: crd-schemas
 crd-schemas: $(STAMP) ## Regenerate the bundled Dask CRD schemas from the dask-kubernetes package
 	$(BIN)/python scripts/crd_schemas.py $(DASK_CRDS)/*.yaml > operator/dask_gpu_parity/core/data/dask_crds.json
+
+# The pictures in docs/. benchmarks/figures.py draws docs/figures/*.svg from the recorded results
+# in benchmarks/results/ with the pinned matplotlib of the 'figures' extra (byte-stable SVG);
+# the Mermaid diagrams of README.md and docs/ are parsed by mermaid itself under node: the
+# pinned mermaid and jsdom of tests/unit/repo/mermaid/ (package-lock.json), installed with
+# `npm ci` into the cache, in a folder named after the lock file's hash.
+FIGURES_STAMP := $(VENV)/.figures-installed
+MERMAID_LOCK := tests/unit/repo/mermaid/package-lock.json
+MERMAID_DIR := $(DGP_CACHE)/npm/mermaid-$(shell sha256sum $(MERMAID_LOCK) | cut -c1-16)
+MERMAID := $(MERMAID_DIR)/package-lock.json
+
+$(FIGURES_STAMP): pyproject.toml | $(STAMP)
+	$(BIN)/pip install -q -e '.[figures]'
+	@touch $@
+
+# Installed into a .partial folder and renamed, so an interrupted install leaves nothing behind.
+$(MERMAID): $(MERMAID_LOCK)
+	@command -v npm >/dev/null || { echo "the diagrams are checked with node and npm: apt-get install nodejs npm" >&2; exit 1; }
+	rm -rf $(MERMAID_DIR) $(MERMAID_DIR).partial
+	mkdir -p $(MERMAID_DIR).partial
+	cp tests/unit/repo/mermaid/package.json $(MERMAID_LOCK) $(MERMAID_DIR).partial/
+	npm ci --prefix $(MERMAID_DIR).partial --ignore-scripts --no-audit --no-fund
+	mv $(MERMAID_DIR).partial $(MERMAID_DIR)
+
+.PHONY: figures
+figures: $(FIGURES_STAMP) $(MERMAID) ## Redraw docs/figures/ from benchmarks/results/ and check that every Mermaid diagram parses
+	$(BIN)/python -m benchmarks.figures
+	MERMAID_DIR=$(MERMAID_DIR) $(BIN)/pytest -q -p no:cacheprovider tests/unit/repo/test_figures.py
+
+# `make test` compares the committed figures with what the results draw and parses the diagrams.
+test: $(FIGURES_STAMP) $(MERMAID)
+test: export MERMAID_DIR := $(MERMAID_DIR)

@@ -1,6 +1,8 @@
 """The drift watch's own CPU for a first pass, in process: no API server, no other load.
 
 Usage: python -m benchmarks.drift_pass [--nodes 5000] [--clusters 10000] [--profile FILE]
+       python -m benchmarks.drift_pass --sizes 500/1000,2000/4000,5000/10000 --rounds 3
+           [--record benchmarks/results/drift_pass.json]
 
 Feeds the operator's state and drift watch what the informers would (GPU nodes in the scale
 benchmark's three driver classes, GPU DaskClusters and the scheduler Deployments dask-kubernetes
@@ -16,6 +18,7 @@ import argparse
 import asyncio
 import cProfile
 import json
+import os
 import sys
 import time
 import tracemalloc
@@ -24,6 +27,7 @@ from typing import Any
 
 from dask_kubernetes.operator.controller import controller
 
+from benchmarks.results import commit, record
 from benchmarks.scale import NAMESPACES, Size, gpu_pools
 from dask_gpu_parity.admission.runtime import state as operator
 from dask_gpu_parity.admission.runtime.driftstore import CLUSTERS, DEPLOYMENTS
@@ -95,15 +99,46 @@ async def first_pass(nodes: int, clusters: int) -> dict[str, float]:
         feeds[DEPLOYMENTS].upsert(deployment)
     for sink in feeds.values():
         sink.listed()
+    del manifests, pairs  # the informers' pages: gone once taken in
     times["clusters in"] = time.process_time() - started
     started = time.process_time()
     while watch.first_pass_seconds is None:
         await asyncio.sleep(0)
     times["first pass checks"] = time.process_time() - started
     times["events"] = events.posted
+    if tracemalloc.is_tracing():  # what the state holds with every cluster checked
+        current, peak = tracemalloc.get_traced_memory()
+        times["heap MiB"], times["heap peak MiB"] = current / 2**20, peak / 2**20
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     return times
+
+
+def heap(nodes: int, clusters: int) -> tuple[float, float]:
+    """MiB of Python heap the drift watch holds after its first pass, and the peak (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        times = asyncio.run(first_pass(nodes, clusters))
+    finally:
+        tracemalloc.stop()
+    return times["heap MiB"], times["heap peak MiB"]
+
+
+def sweep(sizes: list[tuple[int, int]], rounds: int) -> list[dict[str, Any]]:
+    """Each size ``rounds`` times (CPU per stage), then once for the heap."""
+    rows = []
+    for nodes, clusters in sizes:
+        runs = [asyncio.run(first_pass(nodes, clusters)) for _ in range(rounds)]
+        kept, peak = heap(nodes, clusters)
+        row: dict[str, Any] = {"gpu_nodes": nodes, "clusters": clusters}
+        for stage in ("nodes in", "clusters in", "first pass checks"):
+            key = stage.replace("first pass checks", "first pass").replace(" ", "_") + "_cpu_s"
+            row[key] = [round(r[stage], 2) for r in runs]
+        row |= {"heap_after_mib": round(kept, 1), "heap_peak_mib": round(peak, 1)}
+        row["events"] = int(runs[0]["events"])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +147,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=10000)
     parser.add_argument("--profile", type=Path)
     parser.add_argument("--memory", action="store_true", help="tracemalloc: what is kept")
+    parser.add_argument("--sizes", help="NODES/CLUSTERS,...: a sweep (with --rounds)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--record", type=Path, help="append the sweep to this results file")
     args = parser.parse_args(argv)
+    if args.sizes:
+        sizes = [tuple(int(x) for x in part.split("/")) for part in args.sizes.split(",")]
+        rows = sweep([(n, c) for n, c in sizes], args.rounds)
+        if args.record:
+            record(
+                args.record,
+                {
+                    "commit": commit(),
+                    "label": f"sweep, {args.rounds} rounds a size",
+                    "machine": f"{os.cpu_count()} cores, load average "
+                    f"{os.getloadavg()[0]:.1f} at the end",
+                    "command": "python -m benchmarks.drift_pass " + " ".join(argv or sys.argv[1:]),
+                    "rows": rows,
+                },
+            )
+        return 0
     if args.memory:
         tracemalloc.start()
     profiler = cProfile.Profile() if args.profile else None
@@ -123,17 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         profiler.disable()
         profiler.dump_stats(args.profile)
     for stage, value in times.items():
-        unit = "" if stage == "events" else " s CPU"
+        unit = "" if stage == "events" or "MiB" in stage else " s CPU"
         per = (
             f" ({value / args.clusters * 1000:.2f} ms per cluster)"
             if "clusters" in stage or "pass" in stage
             else ""
         )
         print(f"{stage:>18}: {value:.2f}{unit}{per}")
-    if args.memory:
-        current, peak = tracemalloc.get_traced_memory()
-        heap = f"{current / 2**20:.0f} MiB after the pass, peak {peak / 2**20:.0f} MiB"
-        print(f"{'python heap':>18}: {heap}")
     return 0
 
 

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from dask_gpu_parity.names import DASK_API_VERSION, POLICY_API_VERSION, POLICY_PLURAL
+from dask_gpu_parity.names import (
+    CLUSTER_NAME_LABEL,
+    DASK_API_VERSION,
+    POLICY_API_VERSION,
+    POLICY_PLURAL,
+)
 
 from .observe import ClusterState
 
@@ -87,6 +94,7 @@ class Lister:
         self._api = client.ApiClient(loaded)
         self._timeout = timeout
         self._config = loaded
+        self._token_lock = threading.Lock()  # lists run in threads; an exec plugin runs once
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -98,7 +106,8 @@ class Lister:
 
         headers = {"Accept": "application/json"}
         # A token (an exec plugin's is refreshed here); a client certificate is in the pool.
-        token = self._config.get_api_key_with_prefix("BearerToken", alias="authorization")
+        with self._token_lock:
+            token = self._config.get_api_key_with_prefix("BearerToken", alias="authorization")
         if token:
             headers["authorization"] = str(token)
         try:
@@ -188,29 +197,56 @@ def _stamped(kind: str, api: str, items: Iterator[Any]) -> list[Mapping[str, Any
     return [{"apiVersion": api, "kind": kind, **o} for o in items if isinstance(o, dict)]
 
 
+# What audit lists: the kind its items get, the collection, and whether -n narrows it.
+_LISTS = (
+    ("DaskCluster", DASK_KINDS[0], True),
+    ("DaskJob", DASK_KINDS[1], True),
+    ("DaskWorkerGroup", DASK_KINDS[2], True),
+    ("Node", NODES, False),
+    ("ResourceSlice", SLICES, False),
+    ("DeviceClass", CLASSES, False),
+    ("DaskGPUPolicy", POLICIES, False),
+    ("Pod", PODS, True),
+)
+
+
 def read_state(lister: Lister, namespace: str | None) -> ClusterState:
-    """Everything audit needs from the cluster (``namespace`` ``None``: all of them)."""
-    state = ClusterState()
-    for kind, name in zip(DASK_KINDS, ("DaskCluster", "DaskJob", "DaskWorkerGroup"), strict=True):
-        state.resources += _stamped(name, kind.api, lister.items(kind, namespace))
-    state.nodes = _stamped("Node", "v1", lister.items(NODES))
-    state.slices = _stamped("ResourceSlice", DRA, lister.items(SLICES))
-    state.device_classes = _stamped("DeviceClass", DRA, lister.items(CLASSES))
-    state.policies = _stamped("DaskGPUPolicy", POLICY_API_VERSION, lister.items(POLICIES))
-    if namespace:
-        try:
-            found = lister.get(NAMESPACES.path(None) + f"/{namespace}")
-        except _Forbidden as exc:
-            raise AuditError(
-                f"Forbidden: cannot get namespaces {namespace} ({exc}); grant the audit "
-                "ClusterRole of docs/operator.md#audit"
-            ) from exc
-        state.namespaces = {namespace: found} if found else {}
-    else:
-        state.namespaces = {
-            str((o.get("metadata") or {}).get("name")): o for o in lister.items(NAMESPACES)
-        }
-    state.pods = _stamped(
-        "Pod", "v1", lister.items(PODS, namespace, labelSelector="dask.org/cluster-name")
+    """Everything audit needs from the cluster (``namespace`` ``None``: all of them).
+
+    The collections are listed at the same time, one thread each (a collection's pages one
+    after the other, as continue tokens require); of several errors, the first in
+    :data:`_LISTS` order is raised.
+    """
+
+    def listed(kind: str, of: Kind, narrowed: bool) -> list[Mapping[str, Any]]:
+        query = {"labelSelector": CLUSTER_NAME_LABEL} if of is PODS else {}
+        return _stamped(kind, of.api, lister.items(of, namespace if narrowed else None, **query))
+
+    with ThreadPoolExecutor(max_workers=len(_LISTS) + 1, thread_name_prefix="audit") as pool:
+        namespaces = pool.submit(_namespaces, lister, namespace)
+        futures = {kind: pool.submit(listed, kind, of, narrowed) for kind, of, narrowed in _LISTS}
+        done = {kind: future.result() for kind, future in futures.items()}
+        by_name = namespaces.result()
+    return ClusterState(
+        resources=[*done["DaskCluster"], *done["DaskJob"], *done["DaskWorkerGroup"]],
+        nodes=done["Node"],
+        slices=done["ResourceSlice"],
+        device_classes=done["DeviceClass"],
+        policies=done["DaskGPUPolicy"],
+        namespaces=by_name,
+        pods=done["Pod"],
     )
-    return state
+
+
+def _namespaces(lister: Lister, namespace: str | None) -> dict[str, Mapping[str, Any]]:
+    """Namespace name -> Namespace: the one audited (``get``), or all of them."""
+    if not namespace:
+        return {str((o.get("metadata") or {}).get("name")): o for o in lister.items(NAMESPACES)}
+    try:
+        found = lister.get(NAMESPACES.path(None) + f"/{namespace}")
+    except _Forbidden as exc:
+        raise AuditError(
+            f"Forbidden: cannot get namespaces {namespace} ({exc}); grant the audit "
+            "ClusterRole of docs/operator.md#audit"
+        ) from exc
+    return {namespace: found} if found else {}

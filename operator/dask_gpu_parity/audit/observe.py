@@ -19,7 +19,7 @@ from dask_gpu_parity.core.gpu import gpu_requests
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.nodes import GpuNode
 from dask_gpu_parity.core.plain import as_map, get_in
-from dask_gpu_parity.core.policy import Mode, Policy, PolicyError, select
+from dask_gpu_parity.core.policy import Mode, Policy, PolicyError
 from dask_gpu_parity.core.policy_manifest import load
 from dask_gpu_parity.core.resources import opted_out, view
 from dask_gpu_parity.names import (
@@ -28,6 +28,8 @@ from dask_gpu_parity.names import (
     SKIP_ANNOTATION,
     VERIFIER_CONTAINER,
 )
+
+from .shared import Evaluations, NamespacePolicies
 
 __all__ = ["VERDICTS", "Audited", "ClusterState", "PodSeen", "audit"]
 
@@ -187,13 +189,23 @@ def _policies(objects: Iterable[Mapping[str, Any]]) -> list[Policy]:
 
 
 def audit(state: ClusterState) -> list[Audited]:
-    """Every Dask resource of ``state``: its findings and its observed parity."""
+    """Every Dask resource of ``state``: its findings and its observed parity.
+
+    The inventory, the policies and the device classes are built once; each namespace's policy
+    is selected once; resources equal in all but their identity share one evaluation
+    (:class:`~dask_gpu_parity.audit.shared.Evaluations`).
+    """
     classes = NVIDIA_CLASSES.extend(
         [dc for o in state.device_classes if (dc := device_class(o)) is not None]
     )
     inventory = Inventory.from_nodes(state.nodes, state.slices, classes)
     gpu_nodes = {n.name: n for n in inventory.nodes}
-    policies = _policies(state.policies)
+    in_force = NamespacePolicies(_policies(state.policies), state.namespaces)
+    evaluations = Evaluations(
+        lambda resource, policy, cluster: (
+            evaluate(resource, policy, inventory, cluster=cluster, schema=False).findings
+        )
+    )
     pods: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for pod in state.pods:
         meta = as_map(pod.get("metadata"))
@@ -211,16 +223,14 @@ def audit(state: ClusterState) -> list[Audited]:
         if dask is None:
             continue
         namespace = dask.namespace_or()
-        ns = as_map(state.namespaces.get(namespace))
-        ns_meta = as_map(ns.get("metadata"))
-        policy = select(policies, dict(as_map(ns_meta.get("labels"))))
+        policy, namespace_skips = in_force.of(namespace)
         cluster_name = dask.name
-        cluster = None
         if dask.kind == "DaskWorkerGroup":
             cluster_name = str(get_in(resource, ("spec", "cluster")) or "")
             cluster = clusters.get((namespace, cluster_name))
-        result = evaluate(resource, policy, inventory, cluster=cluster, schema=False)
-        findings = result.findings
+            findings = evaluations.findings(resource, policy, cluster, cluster_name)
+        else:
+            findings = evaluations.findings(resource, policy)
         schedulers = tuple(
             _seen(p, "scheduler", gpu_nodes) for p in pods[(namespace, cluster_name, "scheduler")]
         )
@@ -230,10 +240,7 @@ def audit(state: ClusterState) -> list[Audited]:
             if dask.kind != "DaskWorkerGroup"
             or get_in(p, ("metadata", "labels", WORKER_GROUP_LABEL)) == dask.name
         )
-        ns_flag = as_map(ns_meta.get("annotations")).get(
-            SKIP_ANNOTATION, as_map(ns_meta.get("labels")).get(SKIP_ANNOTATION)
-        )
-        if str(ns_flag).lower() == "true" or opted_out(resource):
+        if namespace_skips or opted_out(resource):
             verdict, reason = "skipped", f"opted out ({SKIP_ANNOTATION})"
         elif policy.mode is Mode.OFF:
             verdict, reason = "skipped", f"policy {policy.name} is off"

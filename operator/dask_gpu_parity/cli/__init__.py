@@ -40,10 +40,7 @@ def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
 
         return run(args)
     if isinstance(args, AuditArgs):
-        report, code = run_audit(args, err)
-        out.write(report)
-        out.flush()
-        return code
+        return run_audit(args, out, err)
     if not isinstance(args, CheckArgs | FixArgs):
         from .operator import webhook_config  # noqa: PLC0415 - deferred on purpose
 

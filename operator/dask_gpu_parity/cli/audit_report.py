@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import yaml
@@ -24,7 +24,7 @@ from dask_gpu_parity.manifests.report import printable
 from dask_gpu_parity.manifests.report.sarif import SARIF_LEVEL, sarif_driver
 from dask_gpu_parity.names import DASK_API_VERSION
 
-__all__ = ["AUDIT_FORMATS", "render_audit"]
+__all__ = ["AUDIT_FORMATS", "audit_chunks", "render_audit"]
 
 AUDIT_FORMATS = ("text", "json", "sarif", "policyreport")
 # What was observed running, as a failing result: (rule, category).
@@ -54,7 +54,8 @@ def _counted(findings: Sequence[Finding]) -> str:
     return " ".join(reversed(parts)) or "-"
 
 
-def _text(audited: Sequence[Audited]) -> str:
+def _text(audited: Sequence[Audited]) -> Iterator[str]:
+    """The table, the findings and the tally, a line at a time."""
     rows: list[tuple[str, ...]] = [_COLUMNS]
     for a in audited:
         s = _scheduler(a)
@@ -69,24 +70,21 @@ def _text(audited: Sequence[Audited]) -> str:
             )
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS) - 1)]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
-    ]
-    details = [
-        printable(
-            f"{a.kind} {a.namespace}/{a.name}: {f.code} {f.severity} at {f.path or '/'}: "
-            + f.message
-        )
-        for a in audited
-        for f in a.findings
-    ]
+    if not audited:
+        yield "No Dask resources found\n"
+    else:
+        for r in rows:
+            cells = "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False))
+            yield (cells + "  " + r[-1]).rstrip() + "\n"
+    if any(a.findings for a in audited):
+        yield "\nFindings:\n"
+        for a in audited:
+            for f in a.findings:
+                where = f"{a.kind} {a.namespace}/{a.name}: {f.code} {f.severity} at {f.path or '/'}"
+                yield f"  {printable(where + ': ' + f.message)}".rstrip() + "\n"
     verdicts = Counter(a.verdict for a in audited)
     tally = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts[v]) or "none"
-    out = [*lines] if audited else ["No Dask resources found"]
-    if details:
-        out += ["", "Findings:", *(f"  {d}" for d in details)]
-    out += ["", f"{len(audited)} Dask resources: {tally}"]
-    return "\n".join(line.rstrip() for line in out) + "\n"
+    yield f"\n{len(audited)} Dask resources: {tally}\n"
 
 
 def _finding(f: Finding) -> dict[str, Any]:
@@ -99,9 +97,11 @@ def _finding(f: Finding) -> dict[str, Any]:
     }
 
 
-def _json(audited: Sequence[Audited]) -> str:
-    resources = [
-        {
+def _json(audited: Sequence[Audited]) -> Iterator[str]:
+    """One resource a line, from the C encoder (``indent`` would take the Python one)."""
+    yield '{"resources": ['
+    for n, a in enumerate(audited):
+        resource = {
             "kind": a.kind,
             "namespace": a.namespace,
             "name": a.name,
@@ -112,11 +112,10 @@ def _json(audited: Sequence[Audited]) -> str:
             "workers": [w.as_dict() for w in a.workers],
             "findings": [_finding(f) for f in a.findings],
         }
-        for a in audited
-    ]
+        yield ("\n" if n == 0 else ",\n") + json.dumps(resource)
     verdicts = Counter(a.verdict for a in audited)
     summary = {"resources": len(audited), "verdicts": {v: verdicts[v] for v in VERDICTS}}
-    return json.dumps({"resources": resources, "summary": summary}, indent=2) + "\n"
+    yield f'\n],\n"summary": {json.dumps(summary)}}}\n'
 
 
 def _sarif(audited: Sequence[Audited]) -> str:
@@ -176,12 +175,18 @@ def _policy_reports(audited: Sequence[Audited]) -> str:
     return yaml.safe_dump_all(reports, sort_keys=False, width=1_000) if reports else ""
 
 
-def render_audit(fmt: str, audited: Sequence[Audited]) -> str:
-    """The report in ``fmt`` (one of :data:`AUDIT_FORMATS`)."""
+def audit_chunks(fmt: str, audited: Sequence[Audited]) -> Iterator[str]:
+    """The report in ``fmt`` (one of :data:`AUDIT_FORMATS`), a piece at a time to stream."""
     if fmt == "json":
-        return _json(audited)
-    if fmt == "sarif":
-        return _sarif(audited)
-    if fmt == "policyreport":
-        return _policy_reports(audited)
-    return _text(audited)
+        yield from _json(audited)
+    elif fmt == "sarif":
+        yield _sarif(audited)
+    elif fmt == "policyreport":
+        yield _policy_reports(audited)
+    else:
+        yield from _text(audited)
+
+
+def render_audit(fmt: str, audited: Sequence[Audited]) -> str:
+    """The whole report in ``fmt``, as one string."""
+    return "".join(audit_chunks(fmt, audited))

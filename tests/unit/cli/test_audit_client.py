@@ -43,6 +43,8 @@ class Api:
         self.answers: dict[str, Any] = {}
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
         self.headers: list[str] = []
+        self.arrived: dict[str, threading.Event] = {}  # set when the path is first requested
+        self.held: dict[str, tuple[str, list[bool]]] = {}  # path: (wait for this path, waited?)
 
 
 def _list(items: list[dict[str, Any]], token: str = "") -> dict[str, Any]:
@@ -59,6 +61,11 @@ def api(tmp_path: Path) -> Iterator[tuple[Api, Path]]:
             query = parse_qs(url.query)
             state.requests.append((url.path, query))
             state.headers.append(self.headers.get("Authorization", ""))
+            if url.path in state.arrived:
+                state.arrived[url.path].set()
+            if url.path in state.held:
+                other, seen = state.held[url.path]
+                seen.append(state.arrived[other].wait(timeout=5))
             answer = state.answers.get(url.path)
             status = 404
             body: Any = {"kind": "Status", "code": 404, "reason": "NotFound"}
@@ -196,3 +203,27 @@ def test_unreachable_server_and_missing_kubeconfig_are_one_line(tmp_path):
     code, _, err = _run("--kubeconfig", str(kubeconfig), "--context", "nope")
     assert code == 2
     assert err.startswith("error: no usable kubeconfig")
+
+
+def test_collections_are_listed_at_the_same_time(api):
+    # The DaskCluster list is answered only once the nodes are asked for: listed one after
+    # the other, the nodes would be asked for only after the 5 s wait ran out.
+    state, kubeconfig = api
+    _serve_minimal(state, [[_cluster("a")], [_cluster("b")]])
+    clusters = "/apis/kubernetes.dask.org/v1/namespaces/team-a/daskclusters"
+    state.arrived["/api/v1/nodes"] = threading.Event()
+    state.held[clusters] = ("/api/v1/nodes", waited := [])
+    code, out, err = _run("--kubeconfig", str(kubeconfig), "-o", "json")
+    assert code == 1, err
+    assert waited == [True, True]
+    assert [r["name"] for r in json.loads(out)["resources"]] == ["a", "b"]
+
+
+def test_the_json_report_is_one_resource_a_line(api):
+    state, kubeconfig = api
+    _serve_minimal(state, [[_cluster("a"), _cluster("b")]])
+    _, out, _ = _run("--kubeconfig", str(kubeconfig), "-o", "json")
+    lines = out.splitlines()
+    assert lines[0] == '{"resources": ['
+    assert [json.loads(line.rstrip(","))["name"] for line in lines[1:3]] == ["a", "b"]
+    assert json.loads(out)["summary"]["resources"] == 2
