@@ -34,20 +34,16 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
+def _git(tree: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(tree), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def commit(tree: Path = ROOT) -> str:
     """The short commit of ``tree``, with ``+changes`` when its work tree differs from it."""
-    head = subprocess.run(
-        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    head = _git(tree, "rev-parse", "--short", "HEAD")
+    dirty = _git(tree, "status", "--porcelain", "--untracked-files=no")
     return head + ("+changes" if dirty else "")
 
 
