@@ -1,55 +1,21 @@
 """What audit computes once for many resources: findings per identical spec, policy per namespace.
 
-A fleet's DaskClusters are stamped from a few templates (a notebook's ``KubeCluster``, a chart,
-a team's manifest): thousands of resources that differ only in their names. ``evaluate`` reads
-no name, namespace, uid or status of a Dask resource (a worker group's findings name its
-cluster, which is in the key), so resources equal in everything else share one evaluation.
+Resources equal in everything a rule reads (``core.contentkey.spec_key``) share one evaluation;
+a worker group's findings name its cluster, which is in the key.
 """
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from dask_gpu_parity.core.contentkey import spec_key
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.policy import Policy, select
 from dask_gpu_parity.names import SKIP_ANNOTATION
 
-__all__ = ["Evaluations", "NamespacePolicies", "spec_key"]
-
-# Metadata that tells one object from another and that no rule reads.
-_IDENTITY = frozenset(
-    {
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-        "generation",
-        "managedFields",
-        "selfLink",
-        "generateName",
-    }
-)
-
-
-def spec_key(resource: Mapping[str, Any]) -> bytes:
-    """Everything of ``resource`` a rule can read, as bytes (identity and status left out).
-
-    Equal bytes mean equal content, types included (``marshal`` format 2, which has no
-    back-references, so equal objects give equal bytes however they share their strings). Keys
-    stay in the order listed (the API server writes them sorted), so equal objects written in
-    another order only miss a share. A value ``marshal`` cannot hold makes a key no other
-    resource has.
-    """
-    kept = {k: v for k, v in resource.items() if k not in ("metadata", "status")}
-    meta = {k: v for k, v in as_map(resource.get("metadata")).items() if k not in _IDENTITY}
-    try:
-        return marshal.dumps((kept, meta), 2)
-    except ValueError:
-        return b"unshared:%d" % id(resource)  # resources outlive the audit's Evaluations
+__all__ = ["Evaluations", "NamespacePolicies"]
 
 
 class Evaluations:

@@ -149,6 +149,9 @@ class Policy:
     drift: DriftSettings = field(default_factory=DriftSettings)
 
 
+_DEFAULT = Policy()  # one object: callers may key what they computed by the policy's identity
+
+
 def select(policies: Iterable[Policy], namespace_labels: Mapping[str, str]) -> Policy:
     """The policy for a namespace.
 
@@ -157,5 +160,5 @@ def select(policies: Iterable[Policy], namespace_labels: Mapping[str, str]) -> P
     """
     matching = [p for p in policies if p.namespace_selector.matches(namespace_labels)]
     if not matching:
-        return Policy()
+        return _DEFAULT
     return min(matching, key=lambda p: (-p.priority, p.name))

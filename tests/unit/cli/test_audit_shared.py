@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from dask_gpu_parity.audit import ClusterState, audit
-from dask_gpu_parity.audit.shared import Evaluations, NamespacePolicies, spec_key
+from dask_gpu_parity.audit.shared import Evaluations, NamespacePolicies
+from dask_gpu_parity.core.contentkey import spec_key
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import Inventory

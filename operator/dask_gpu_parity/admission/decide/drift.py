@@ -4,6 +4,11 @@ The dask operator builds the scheduler Deployment once, from the DaskCluster as 
 cluster created before dask-gpu-parity was installed, or while its webhook was down, keeps a
 scheduler without parity. This module compares the Deployment's pod template with what
 ``evaluate`` would have made of it, and remembers what it already reported.
+
+A fleet's clusters are stamped from a few templates, and the dask operator builds the same pod
+template from the same scheduler spec whatever the cluster's name, so ``evaluate`` runs once per
+distinct (cluster content, Deployment template, policy) while the node inventory and the
+DeviceClasses stay the same objects (both are immutable snapshots, replaced on a change).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dask_gpu_parity.core.contentkey import spec_key
 from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.engine import evaluate
 from dask_gpu_parity.core.findings import Finding, Severity
@@ -26,6 +32,19 @@ __all__ = ["Report", "Tracker"]
 # Not drift: the schema's findings, and a verifier from another release (DGP018), which already
 # ran before this scheduler started; repairing it would restart every scheduler on an upgrade.
 _NOT_DRIFT = ("DGP011", "DGP012", "DGP018")
+# Distinct verdicts kept at most (a fleet of many templates starts over when it is full).
+_VERDICTS = 4096
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What ``evaluate`` said of one distinct cluster and template, under ``policy``."""
+
+    policy: Policy  # kept alive, so that its id in the key is never another policy's
+    current: tuple[Finding, ...]  # every finding but the not-drift ones
+    gpu_workers: bool
+    findings: tuple[Finding, ...]  # what drift reports: errors and fixable findings
+    repair: tuple[Operation, ...]  # JSON Patch for the Deployment
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,9 @@ class Tracker:
         self._findings: dict[tuple[str, str], tuple[Finding, ...]] = {}
         self._drifted: set[tuple[str, str]] = set()
         self._counts: dict[str, int] = {}
+        self._verdicts: dict[tuple[bytes, int], _Verdict] = {}
+        self._world: tuple[object, object] = (None, None)  # inventory and classes of the verdicts
+        self.evaluated = 0  # evaluations run (the rest were shared)
 
     def check(
         self,
@@ -88,24 +110,62 @@ class Tracker:
         # down only (evaluate copies what it changes and never changes its input).
         scheduler = {**spec["scheduler"], "spec": template}
         synthetic = {**cluster, "spec": {**spec, "scheduler": scheduler}}
-        result = evaluate(synthetic, policy, inventory, device_classes=classes)
+        verdict = self._verdict(synthetic, template, policy, inventory, classes)
         key = (namespace, str(as_map(cluster.get("metadata")).get("name", "")))
-        current = tuple(f for f in result.findings if f.code not in _NOT_DRIFT)
-        if gpu_requests(as_map(as_map(spec.get("worker")).get("spec")), classes or NVIDIA_CLASSES):
-            self._findings[key] = current
+        if verdict.gpu_workers:
+            self._findings[key] = verdict.current
         else:
             self._findings.pop(key, None)
-        findings = tuple(f for f in current if f.severity is Severity.ERROR or f.fixable)
+        findings = verdict.findings
         self._mark(key, drifted=bool(findings))
         if not findings:
             self._seen.pop(key, None)
             return None
-        fixed = result.patched["spec"]["scheduler"]["spec"]
-        ops = [{**op, "path": "/spec/template/spec" + op["path"]} for op in diff(template, fixed)]
+        ops = [dict(op) for op in verdict.repair]
         generation = meta.get("generation"), meta.get("uid")
         new = self._seen.get(key) != generation
         self._seen[key] = generation
         return Report(namespace, key[1], name, findings, ops or None, new)
+
+    def _verdict(
+        self,
+        synthetic: Mapping[str, Any],
+        template: Mapping[str, Any],
+        policy: Policy,
+        inventory: Inventory | None,
+        classes: DeviceClasses | None,
+    ) -> _Verdict:
+        """``evaluate``'s verdict on ``synthetic``, shared with every cluster equal to it."""
+        if self._world[0] is not inventory or self._world[1] is not classes:
+            self._verdicts.clear()  # another inventory or DeviceClasses: verdicts may differ
+            self._world = (inventory, classes)
+        key = (spec_key(synthetic), id(policy))
+        verdict = self._verdicts.get(key)
+        if verdict is not None and verdict.policy is policy:
+            return verdict
+        self.evaluated += 1
+        result = evaluate(synthetic, policy, inventory, device_classes=classes)
+        current = tuple(f for f in result.findings if f.code not in _NOT_DRIFT)
+        spec = as_map(synthetic.get("spec"))
+        workers = as_map(as_map(spec.get("worker")).get("spec"))
+        findings = tuple(f for f in current if f.severity is Severity.ERROR or f.fixable)
+        repair: tuple[Operation, ...] = ()
+        if findings:
+            fixed = result.patched["spec"]["scheduler"]["spec"]
+            repair = tuple(
+                {**op, "path": "/spec/template/spec" + op["path"]} for op in diff(template, fixed)
+            )
+        verdict = _Verdict(
+            policy,
+            current,
+            bool(gpu_requests(workers, classes or NVIDIA_CLASSES)),
+            findings,
+            repair,
+        )
+        if len(self._verdicts) >= _VERDICTS:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
 
     def forget(self, namespace: str, cluster: str) -> None:
         """Drop a cluster whose scheduler Deployment is gone (or that opted out)."""
