@@ -71,6 +71,7 @@ from dask_kubernetes.operator.controller import controller
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from benchmarks import results
 from provingground import (
     POOL_LABEL,
     POOLS,
@@ -641,6 +642,37 @@ def table(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def rows(runs: list[Run]) -> list[dict[str, Any]]:
+    """The runs as ``benchmarks/results/scale.json`` rows (seconds from the spawn, MiB)."""
+
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 1)
+
+    return [
+        {
+            "gpu_nodes": r.size.gpu,
+            "cpu_nodes": r.size.cpu,
+            "clusters": r.size.clusters,
+            "mode": r.mode,
+            "ready_s": rounded(r.tls),
+            "readyz_s": rounded(r.readyz),
+            "full_inventory_s": rounded(r.full),
+            "drift_first_pass_s": rounded(r.first_pass_metric),
+            "drift_first_pass_inside_s": rounded(r.first_pass_value),
+            "operator_cpu_to_full_s": rounded(r.cpu_at_full),
+            "operator_cpu_to_pass_s": rounded(r.cpu_at_pass),
+            "vmrss_mib": round(r.rss / 2**20),
+            "vmhwm_mib": round(r.hwm / 2**20),
+            "admission_p50_ms": rounded(r.admission.get("webhooks")),
+            "admission_p50_no_webhook_ms": rounded(r.admission.get("no webhooks")),
+            "partial_answers": r.partial_answers,
+            "metrics_scrapes": r.scrapes,
+            "metrics_scrapes_failed": r.scrape_failures,
+        }
+        for r in runs
+    ]
+
+
 def slope(runs: list[Run], mode: str) -> str:
     points = [(r.size, r.rss) for r in runs if r.mode == mode and r.rss]
     if len(points) < 2:
@@ -695,6 +727,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--run-dir", type=Path)
     parser.add_argument("--write", type=Path, help="put the table into this Markdown file")
+    parser.add_argument(
+        "--record",
+        metavar="LABEL",
+        help="append the runs to benchmarks/results/scale.json under this label (make figures)",
+    )
+    parser.add_argument("--machine", default="the shared 2-core machine", help="for --record")
     args = parser.parse_args(argv)
     args.run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="dgp-scale-"))
     if args.profile:
@@ -749,6 +787,19 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + text)
     if args.write:
         write(args.write, text)
+    if args.record:
+        results.record(
+            results.RESULTS / "scale.json",
+            {
+                "commit": results.commit(Path(args.operator_path) if args.operator_path else ROOT),
+                "label": args.record,
+                "machine": f"{args.machine} (load average {os.getloadavg()[0]:.1f} at the end)",
+                "command": "python -m benchmarks.scale " + " ".join(argv or sys.argv[1:]),
+                "dra": args.dra,
+                "before": results.commit(Path(args.before)) if args.before else None,
+                "rows": rows(runs),
+            },
+        )
     return 0
 
 
