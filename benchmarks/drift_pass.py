@@ -1,6 +1,7 @@
 """The drift watch's own CPU for a first pass, in process: no API server, no other load.
 
-Usage: python -m benchmarks.drift_pass [--nodes 5000] [--clusters 10000] [--profile FILE]
+Usage: python -m benchmarks.drift_pass [--nodes 5000] [--clusters 10000] [--distinct]
+           [--profile FILE]
        python -m benchmarks.drift_pass --sizes 500/1000,2000/4000,5000/10000 --rounds 3
            [--record benchmarks/results/drift_pass.json]
 
@@ -10,6 +11,9 @@ builds for them), then runs the first pass, and reports the CPU time of each sta
 nodes in, taking the clusters and Deployments in, and checking them all. ``benchmarks/scale.py``
 measures the same operator end to end on the proving ground, where the API server and the rest
 of the machine share the cores; this isolates what is ours. ``--profile`` writes cProfile stats.
+The clusters are stamped from one example, as a fleet's clusters are from a few templates, so the
+watch evaluates one of them and shares the verdict; ``--distinct`` gives each cluster's workers an
+environment value of its own, so that no two share one (the worst case for that sharing).
 """
 
 from __future__ import annotations
@@ -58,13 +62,18 @@ async def _patch(namespace: str, name: str, ops: list[Any]) -> None:
     pass
 
 
-def objects(clusters: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def objects(
+    clusters: int, *, distinct: bool = False
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     template = example("gpu-cluster-tcp.yaml")
     out = []
     for i in range(clusters):
         ns, name = NAMESPACES[i % len(NAMESPACES)], f"c-{i:05d}"
         doc = json.loads(json.dumps(template))
         doc["metadata"] = {"name": name, "namespace": ns, "uid": f"u{i}"}
+        if distinct:
+            worker = doc["spec"]["worker"]["spec"]["containers"][0]
+            worker.setdefault("env", []).append({"name": "CLUSTER_SERIAL", "value": str(i)})
         deployment = controller.build_scheduler_deployment_spec(
             name, doc["spec"]["scheduler"]["spec"], {}, {}
         )
@@ -73,7 +82,7 @@ def objects(clusters: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-async def first_pass(nodes: int, clusters: int) -> dict[str, float]:
+async def first_pass(nodes: int, clusters: int, *, distinct: bool = False) -> dict[str, float]:
     state = OperatorState(Options(certfile="", keyfile=""))
     events = Events()
     watch = DriftWatch(state, events, _patch)
@@ -83,7 +92,7 @@ async def first_pass(nodes: int, clusters: int) -> dict[str, float]:
         for pool in gpu_pools(Size(nodes, 0, clusters))
         for i in range(pool.size)
     ]
-    pairs = objects(clusters)
+    pairs = objects(clusters, distinct=distinct)
     times: dict[str, float] = {}
     task = asyncio.create_task(watch.run())
     started = time.process_time()
@@ -147,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=10000)
     parser.add_argument("--profile", type=Path)
     parser.add_argument("--memory", action="store_true", help="tracemalloc: what is kept")
+    parser.add_argument("--distinct", action="store_true", help="no two clusters alike")
     parser.add_argument("--sizes", help="NODES/CLUSTERS,...: a sweep (with --rounds)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", type=Path, help="append the sweep to this results file")
@@ -172,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()
-    times = asyncio.run(first_pass(args.nodes, args.clusters))
+    times = asyncio.run(first_pass(args.nodes, args.clusters, distinct=args.distinct))
     if profiler:
         profiler.disable()
         profiler.dump_stats(args.profile)

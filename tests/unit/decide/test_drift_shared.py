@@ -111,3 +111,19 @@ def test_a_shared_verdict_reports_what_a_tracker_of_its_own_reports() -> None:
     again = _stamped("team", "c-again", files[0])
     shared.check(again, _deployment(again), policy, inventory)
     assert shared.evaluated == len(files)
+
+
+def test_a_fleet_of_all_different_clusters_keeps_a_bounded_number_of_verdicts() -> None:
+    tracker, policy = Tracker(), Policy()
+    first = _stamped("a", "c-first")
+    tracker.check(first, _deployment(first), policy, None)
+    for i in range(600):
+        doc = _stamped("a", f"c-{i}")
+        doc["spec"]["worker"]["spec"]["containers"][0]["env"] = [{"name": "N", "value": str(i)}]
+        tracker.check(doc, _deployment(doc), policy, None)
+        if i % 100 == 0:  # the first cluster's template stays in use: it is kept
+            tracker.check(first, _deployment(first), policy, None)
+    assert len(tracker._verdicts) <= 512
+    evaluated = tracker.evaluated
+    tracker.check(first, _deployment(first), policy, None)
+    assert tracker.evaluated == evaluated

@@ -32,8 +32,9 @@ __all__ = ["Report", "Tracker"]
 # Not drift: the schema's findings, and a verifier from another release (DGP018), which already
 # ran before this scheduler started; repairing it would restart every scheduler on an upgrade.
 _NOT_DRIFT = ("DGP011", "DGP012", "DGP018")
-# Distinct verdicts kept at most (a fleet of many templates starts over when it is full).
-_VERDICTS = 4096
+# Distinct verdicts kept at most, the least recently used dropped first: a fleet's templates fit,
+# and a fleet of clusters that are all different holds no more than this many (a few MiB).
+_VERDICTS = 512
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,9 @@ class Tracker:
             self._verdicts.clear()  # another inventory or DeviceClasses: verdicts may differ
             self._world = (inventory, classes)
         key = (spec_key(synthetic), id(policy))
-        verdict = self._verdicts.get(key)
+        verdict = self._verdicts.pop(key, None)
         if verdict is not None and verdict.policy is policy:
+            self._verdicts[key] = verdict  # the most recently used, last
             return verdict
         self.evaluated += 1
         result = evaluate(synthetic, policy, inventory, device_classes=classes)
@@ -163,7 +165,7 @@ class Tracker:
             repair,
         )
         if len(self._verdicts) >= _VERDICTS:
-            self._verdicts.clear()
+            del self._verdicts[next(iter(self._verdicts))]
         self._verdicts[key] = verdict
         return verdict
 
