@@ -74,6 +74,7 @@ buildkit: ## Build (cold ~5 min) or reuse the pinned BuildKit (buildkitd, buildc
 	@$(PG_DIR)/images/buildkit.sh $(BUILDKIT_BIN)
 
 .PHONY: images
-images: $(STAMP) buildkit node ## Build our images and the dask operator's as OCI archives into .images/ (RUNC=path/to/runc)
+images: $(STAMP) buildkit node ## Build our images and the dask operator's as OCI archives into .images/ (RUNC=path/to/runc); apt-installs debootstrap if missing
+	@$(PG_DIR)/node/host-packages.sh debootstrap
 	@runc="$${RUNC:-$$($(BIN)/python -c 'from provingground.node import node_dir; print(node_dir())')/bin/runc}" && \
 	  $(BIN)/python -m provingground.images --buildkit $(BUILDKIT_BIN) --runc "$$runc"
