@@ -133,6 +133,73 @@ def _operator_scale(fig: Any) -> None:
     )
 
 
+FLEET = "to 15,000 GPU nodes"  # the run in scale.json that the fleet figure extrapolates from
+EXTRAPOLATE_TO = 65_000  # nodes: GKE's largest supported cluster
+
+
+def fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least squares ``y = a + b x``: (a, b)."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    b = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+    return my - b * mx, b
+
+
+def _operator_fleet(fig: Any) -> None:
+    """The fleet sweep against all nodes, each measure's straight line drawn on to 65,000."""
+    data = load("scale")
+    (run,) = [r for r in data["runs"] if r["label"] == FLEET]
+    time_ax, memory_ax = fig.subplots(1, 2)
+    measures = (
+        (time_ax, "full_inventory_s", "drift", "full inventory", COLOURS[0], 15.0),
+        (time_ax, "drift_first_pass_s", "drift", "drift first pass", COLOURS[2], 30.0),
+        (memory_ax, "vmhwm_mib", "drift", "VmHWM (drift)", COLOURS[1], 250e6 / 2**20),
+        (memory_ax, "vmhwm_mib", "no-drift", "VmHWM (no drift)", COLOURS[0], None),
+    )
+    for ax, key, mode, label, colour, goal in measures:
+        points = [
+            (row["gpu_nodes"] + row["cpu_nodes"], float(row[key]))
+            for row in run["rows"]
+            if row["mode"] == mode and row.get(key) is not None
+        ]
+        if len(points) < 2:
+            continue
+        a, b = fit(points)
+        ax.plot(*zip(*points, strict=True), marker="o", color=colour, label=label)
+        last = max(x for x, _ in points)
+        ax.plot(
+            [last, EXTRAPOLATE_TO], [a + b * last, a + b * EXTRAPOLATE_TO], ls=":", color=colour
+        )
+        ax.annotate(
+            f"{a + b * EXTRAPOLATE_TO:.0f}",
+            (EXTRAPOLATE_TO, a + b * EXTRAPOLATE_TO),
+            textcoords="offset points",
+            xytext=(-4, 4),
+            ha="right",
+            color=colour,
+        )
+        if goal is not None:
+            ax.axhline(goal, color=colour, lw=0.8, alpha=0.5)
+    for ax in (time_ax, memory_ax):
+        ax.set_xlim(0, EXTRAPOLATE_TO * 1.02)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("nodes, GPU and CPU (5 : 1), with 2 DaskClusters per GPU node")
+        ax.plot([], [], ls=":", color="grey", label="least squares, drawn on")
+        ax.plot([], [], lw=0.8, color="grey", alpha=0.5, label="goal")
+    time_ax.set_ylabel("seconds from the operator's start")
+    time_ax.set_title("Ready and first drift pass", loc="left")
+    memory_ax.set_ylabel("MiB (high-water mark)")
+    memory_ax.set_title("Operator memory", loc="left")
+    _legend(time_ax, "upper left")
+    _legend(memory_ax, "upper left")
+    fig.suptitle(
+        f"dask-gpu-parity run on a growing fleet, drawn on to {EXTRAPOLATE_TO:,} nodes "
+        f"({run['date']}, {run['commit']})",
+        x=0.01,
+        ha="left",
+    )
+
+
 def _drift_pass(fig: Any) -> None:
     data = load("drift_pass")
     sweeps = [r for r in data["runs"] if len({row["clusters"] for row in r["rows"]}) > 1]
@@ -238,6 +305,7 @@ def _operator_dra(fig: Any) -> None:
 FIGURES: dict[str, Callable[[Any], None]] = {
     "operator-scale.svg": _operator_scale,
     "operator-dra.svg": _operator_dra,
+    "operator-fleet.svg": _operator_fleet,
     "drift-pass.svg": _drift_pass,
     "audit-scale.svg": _audit_scale,
 }
