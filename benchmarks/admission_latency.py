@@ -766,8 +766,14 @@ def report(
                 + ("s" if c > 1 else "")
                 for c, s in levels.items()
             )
-            + f" (over `none`, whose DaskCluster is {bigger:,} bytes smaller as stored); the "
-            "webhook " + ("patched nothing." if sizes["fixed"]["as sent"] else "still patched it."),
+            + f" (over `none`, whose DaskCluster is {bigger:,} bytes smaller as stored); its "
+            "spec stored exactly as sent: "
+            + (
+                "yes."
+                if sizes["fixed"]["as sent"]
+                else "no (the API server's own defaulting "
+                "and pruning count here as much as a patch)."
+            ),
         ]
     lines += [
         "",

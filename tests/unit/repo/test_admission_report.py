@@ -71,4 +71,4 @@ def test_report_has_every_round_and_the_spread() -> None:
     assert "| 1 | 0 | 5.0 | 4.0 | 1.0 | 4.0 |" in text  # round 0: its own none, after, cel
     assert "| 10 | 2 | 7.0 | 3.0 | 1.0 | 3.0 |" in text
     assert "| 1 | after | 9.0 | **3.0** | 3.0 to 4.0 |" in text
-    assert "the webhook patched nothing" in text
+    assert "spec stored exactly as sent: yes" in text
