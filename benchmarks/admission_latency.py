@@ -870,6 +870,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + section)
     if args.json:
         runs = {c: {m: [asdict(r) for r in rs] for m, rs in s.items()} for c, s in levels.items()}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"setup": setup, "sizes": sizes, "runs": runs}, indent=1))
     if args.write:
         write_section(args.write, section)
