@@ -31,6 +31,7 @@ __all__ = [
     "Route",
     "answered",
     "decided",
+    "dumps",
     "failed",
     "loads",
     "malformed",
@@ -125,6 +126,11 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def dumps(value: Any) -> bytes:
+    """Compact JSON (no spaces after separators): what the server sends and the patch it holds."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
 def review(
     data: Any,
     *,
@@ -148,7 +154,7 @@ def review(
     if warnings:
         response["warnings"] = list(warnings)
     if patch:
-        response["patch"] = base64.b64encode(json.dumps(list(patch)).encode()).decode()
+        response["patch"] = base64.b64encode(dumps(list(patch))).decode()
         response["patchType"] = "JSONPatch"
     return {
         "apiVersion": version if version in _REVIEW_VERSIONS else _REVIEW_VERSIONS[0],

@@ -35,6 +35,7 @@ log = logging.getLogger("dask_gpu_parity")
 # API server has given up on the request by then anyway.
 BODY_SECONDS = 4.0
 READ_SECONDS = 2.0  # inside the webhooks' default timeoutSeconds (5), with room for the rules
+_JSON = "application/json"
 _LOADING = (
     "dask-gpu-parity is still listing nodes, namespaces and policies: this resource was not "
     "checked. Recreate it to have it checked"
@@ -123,7 +124,7 @@ class WebhookServer:
                 started = time.perf_counter()
                 answer = await self._admit_or_explain(route, data)
         metrics.count(answer, seconds=time.perf_counter() - started)
-        return aiohttp.web.json_response(answer.review)
+        return aiohttp.web.Response(body=reviews.dumps(answer.review), content_type=_JSON)
 
     async def _admit_or_explain(
         self, route: reviews.Route, data: Mapping[str, Any]
