@@ -168,7 +168,8 @@ def init_container(
         env.append({"name": EXPECT_CUDA, "value": expect_cuda})
     if min_compute_capability:
         env.append({"name": MIN_COMPUTE_CAPABILITY, "value": min_compute_capability})
-    mounts = copy_json(as_list(scheduler.get("volumeMounts")))
+    mounts = as_list(scheduler.get("volumeMounts"))
+    mounts = copy_json(mounts) if mounts else []
     if not inline:
         mounts.append({"name": VERIFIER_VOLUME, "mountPath": PROBE_DIR, "readOnly": True})
     container: dict[str, Any] = {
