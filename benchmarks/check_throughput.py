@@ -2,7 +2,7 @@
 
 Usage, from the repository root:
     python -m benchmarks.check_throughput [--documents 10000] [--repeat 5] [--kubeconform BIN]
-        [--json FILE]
+        [--before TREE] [--json FILE]
 
 Writes the corpus (one multi-document file, a realistic mix: GPU over TCP and UCX, CPU-only) to a
 temporary folder, then times, side by side in one process, in interleaved rounds (every stage once
@@ -20,6 +20,10 @@ a round; each round starts one stage later than the last):
   file against the same DaskCluster schema (converted to JSON Schema as its own script does) on one
   goroutine with ``GOMAXPROCS=1``: schema validation alone, no policy, no line lookup. Run when
   ``--kubeconform`` or ``$KUBECONFORM`` names the binary (``make bench`` builds a pinned one).
+
+* ``check-cli-before``: with ``--before TREE``, ``check-cli`` of another source tree (a worktree
+  of an earlier commit: its ``operator/`` first on ``PYTHONPATH``), so a change is measured
+  beside what it changes, in the same rounds.
 
 Reports, per stage, the median of the rounds in wall-clock and in CPU time (this process's, or
 the child's for the last two; the machine is shared: CPU time is what one dedicated core would
@@ -119,10 +123,14 @@ def run_kubeconform(binary: str, location: str, path: Path, count: int) -> tuple
     return wall, cpu
 
 
-def run_cli(path: Path, count: int) -> tuple[float, float]:
-    """``dask-gpu-parity check`` as users run it: a fresh process, start-up included."""
+def run_cli(path: Path, count: int, tree: Path | None = None) -> tuple[float, float]:
+    """``dask-gpu-parity check`` as users run it: a fresh process, start-up included.
+
+    ``tree``: another source tree whose code runs instead (``--before``).
+    """
     argv = [sys.executable, "-m", "dask_gpu_parity.cli", "check", str(path), "-o", "json"]
-    wall, cpu, out = run_child(argv, {})
+    env = {} if tree is None else {"PYTHONPATH": str(tree / "operator")}
+    wall, cpu, out = run_child(argv, env)
     if not out.startswith("exit 1:") or f'"resources": {count},' not in out:
         raise SystemExit(f"dask-gpu-parity check did not check every document: {out}")
     return wall, cpu
@@ -143,7 +151,14 @@ def run_once(path: Path, stage: str) -> tuple[float, float]:
 
 
 def measure(
-    path: Path, stages: tuple[str, ...], rounds: int, *, count: int, binary: str, location: str
+    path: Path,
+    stages: tuple[str, ...],
+    rounds: int,
+    *,
+    count: int,
+    binary: str,
+    location: str,
+    before: Path | None = None,
 ) -> list[dict[str, tuple[float, float]]]:
     """``rounds`` rounds of every stage, interleaved, each round starting one stage later.
 
@@ -159,6 +174,8 @@ def measure(
                 times[stage] = run_kubeconform(binary, location, path, count)
             elif stage == "check-cli":
                 times[stage] = run_cli(path, count)
+            elif stage == "check-cli-before":
+                times[stage] = run_cli(path, count, before)
             else:
                 times[stage] = run_once(path, stage)
         results.append(times)
@@ -184,9 +201,11 @@ def summarise(
     return out
 
 
-def versus(rounds: list[dict[str, tuple[float, float]]], baseline: str) -> dict[str, float]:
-    """``check-cli``'s documents per CPU-second over ``baseline``'s, round by round."""
-    ratios = [r[baseline][1] / r["check-cli"][1] for r in rounds]
+def versus(
+    rounds: list[dict[str, tuple[float, float]]], baseline: str, stage: str = "check-cli"
+) -> dict[str, float]:
+    """``stage``'s documents per CPU-second over ``baseline``'s, round by round."""
+    ratios = [r[baseline][1] / r[stage][1] for r in rounds]
     return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
 
 
@@ -200,12 +219,19 @@ def main_(argv: list[str] | None = None) -> int:
         default=os.environ.get("KUBECONFORM") or None,
         help="kubeconform binary to time beside check (default: $KUBECONFORM; skipped if unset)",
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a source tree (e.g. a worktree of an earlier commit) whose check-cli runs beside",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.documents < 1 or args.repeat < 1:
         parser.error("--documents and --repeat take a whole number from 1")
     if args.kubeconform and not os.access(args.kubeconform, os.X_OK):
         parser.error(f"--kubeconform {args.kubeconform}: no such executable")
+    if args.before and not (args.before / "operator" / "dask_gpu_parity").is_dir():
+        parser.error(f"--before {args.before}: no operator/dask_gpu_parity there")
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     load = os.getloadavg()
@@ -215,6 +241,8 @@ def main_(argv: list[str] | None = None) -> int:
         size = path.stat().st_size
         pieces = yaml11.split(path.read_text()) or []
         stages: tuple[str, ...] = ("pyyaml", "parse", "check", "check-cli")
+        if args.before:
+            stages += ("check-cli-before",)
         location = ""
         if args.kubeconform:
             stages += ("kubeconform",)
@@ -227,6 +255,7 @@ def main_(argv: list[str] | None = None) -> int:
             count=args.documents,
             binary=args.kubeconform or "",
             location=location,
+            before=args.before,
         )
     result: dict[str, Any] = {
         "documents": args.documents,
@@ -240,6 +269,12 @@ def main_(argv: list[str] | None = None) -> int:
     }
     if args.kubeconform:
         result["check_cli_vs_kubeconform"] = versus(rounds, "kubeconform")
+    if args.before:
+        result["check_cli_vs_before"] = versus(rounds, "check-cli-before")
+        if args.kubeconform:
+            result["check_cli_before_vs_kubeconform"] = versus(
+                rounds, "kubeconform", "check-cli-before"
+            )
     report(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
@@ -266,6 +301,16 @@ def report(result: dict[str, Any]) -> None:
             "check-cli documents per CPU-second over kubeconform's (both fresh processes), "
             f"round by round: median {r['median']:.2f}, range {r['min']:.2f}-{r['max']:.2f}"
         )
+    for key, words in (
+        ("check_cli_before_vs_kubeconform", "check-cli-before over kubeconform's"),
+        ("check_cli_vs_before", "check-cli over check-cli-before's"),
+    ):
+        if key in result:
+            r = result[key]
+            print(
+                f"{words}, round by round: median {r['median']:.2f}, "
+                f"range {r['min']:.2f}-{r['max']:.2f}"
+            )
     print(f"peak RSS: {result['peak_rss_mib']:.0f} MiB")
 
 

@@ -25,6 +25,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dask_gpu_parity.core.gpu import env_value
@@ -89,7 +90,13 @@ class CudaNeed:
 
 def image_cuda(image: Any) -> tuple[int, int | None] | None:
     """The CUDA ``(major, minor)`` an image's tag names (minor ``None`` when it names none)."""
-    name = image.split("@", 1)[0] if isinstance(image, str) else ""
+    return _image_cuda(image) if isinstance(image, str) else None
+
+
+@lru_cache(maxsize=1024)
+def _image_cuda(image: str) -> tuple[int, int | None] | None:
+    """:func:`image_cuda` of a string; cached: manifests name the same few images again."""
+    name = image.split("@", 1)[0]
     if ":" not in name.rsplit("/", 1)[-1]:
         return None  # no tag (a digest alone names no version)
     repository, tag = name.rsplit(":", 1)

@@ -13,10 +13,10 @@ from typing import Any
 from .deployers import evaluate_deployer
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from .findings import Finding
-from .gpu import gpu_requests
 from .inventory import Inventory
 from .patch import Operation, diff
-from .plain import copy_json, get_in
+from .plain import copy_json
+from .podfacts import pod_facts
 from .policy import Policy
 from .resources import DASK_OPERATOR, opted_out, view
 from .rules import Context, cluster_parity
@@ -92,23 +92,28 @@ def evaluate(
         fixed, found = evaluate_deployer(resource, dask, run, peers)
         return Result(resource, fixed, tuple(found))
     classes = device_classes or (inventory.device_classes if inventory else NVIDIA_CLASSES)
-    worker_gpus = gpu_requests(get_in(resource, dask.worker_path or ()), classes)
-    refused = refused_pods(resource, dask, classes)  # the CRD schema admits them; Pods do not
+    pods = pod_facts(resource, dask, classes)  # every rule reads these: one pass over the pods
+    worker_gpus = pods.worker.gpus if pods.worker is not None else []
+    refused = refused_pods(resource, dask, classes, pods)  # the CRD schema admits them; Pods do not
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
-        found = schema_findings(resource, dask.kind, fix=False, dask=dask) if schema else []
+        found = (
+            schema_findings(resource, dask.kind, fix=False, dask=dask, pods=pods) if schema else []
+        )
         unknown = unknown_device_classes(resource, dask, classes)  # maybe GPUs: no DGP025 there
         found += refused + [
             f
-            for f in cuda_workers_without_gpu(resource, dask, policy, classes)
+            for f in cuda_workers_without_gpu(resource, dask, policy, classes, pods)
             if not any(u.path.startswith(f.path + "/") for u in unknown)
         ]
         found += unknown
         return Result(resource, resource, tuple(found))
     patched: dict[str, Any] = copy_json(resource)
-    findings = schema_findings(patched, dask.kind, fix=True, dask=dask) if schema else []
+    # Quoting number quantities (DGP010) is all the schema rule changes: the facts of the
+    # pods as written still hold for the patched copy (the view reads its quantities again).
+    findings = schema_findings(patched, dask.kind, fix=True, dask=dask, pods=pods) if schema else []
     findings += refused
     if dask.scheduler_path is not None:
-        resolved = cluster_view(patched, dask, classes)
+        resolved = cluster_view(patched, dask, classes, pods)
         if resolved is not None:  # else malformed: the schema rule has said what is wrong
             findings += cluster_parity(Context(resolved, policy, inventory))
     elif cluster is not None:

@@ -42,7 +42,9 @@ def get_in(document: Any, path: Path) -> Any:
     """The value at ``path``, or ``None`` when any step is missing or of the wrong type."""
     node = document
     for segment in path:
-        if isinstance(segment, int):
+        if node.__class__ is dict and segment.__class__ is str:  # the common case, at once
+            node = node.get(segment)
+        elif isinstance(segment, int):
             if not isinstance(node, list) or segment >= len(node):
                 return None
             node = node[segment]

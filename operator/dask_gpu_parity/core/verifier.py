@@ -158,7 +158,7 @@ def init_container(
         memory: memory limit (the request defaults to it, as the GPU's does).
         expect_cuda: the CUDA version admission assumed the image needs, when known.
     """
-    env = [copy_json(e) for e in as_list(scheduler.get("env")) if isinstance(e, Mapping)]
+    env = copy_json([e for e in as_list(scheduler.get("env")) if isinstance(e, Mapping)])
     env = [
         e for e in env if e.get("name") not in (EXPECT_DRIVER, EXPECT_CUDA, MIN_COMPUTE_CAPABILITY)
     ]
@@ -168,7 +168,8 @@ def init_container(
         env.append({"name": EXPECT_CUDA, "value": expect_cuda})
     if min_compute_capability:
         env.append({"name": MIN_COMPUTE_CAPABILITY, "value": min_compute_capability})
-    mounts = [copy_json(m) for m in as_list(scheduler.get("volumeMounts"))]
+    mounts = as_list(scheduler.get("volumeMounts"))
+    mounts = copy_json(mounts) if mounts else []
     if not inline:
         mounts.append({"name": VERIFIER_VOLUME, "mountPath": PROBE_DIR, "readOnly": True})
     container: dict[str, Any] = {

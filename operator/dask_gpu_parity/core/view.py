@@ -9,24 +9,15 @@ against the original.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .cuda import CudaNeed, need
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
-from .gpu import (
-    GpuRequest,
-    Protocol,
-    admitted_gpus,
-    containers,
-    gpu_requests,
-    primary_container,
-    protocol,
-    scheduler_container,
-)
+from .gpu import GpuRequest, Protocol, admitted_gpus, gpu_requests
 from .patch import pointer
 from .plain import get_in
+from .podfacts import ContainerFacts, PodFacts, Pods, pod_facts
 from .resources import DaskResource
 
 __all__ = ["ClusterView", "PodView", "cluster_view"]
@@ -34,12 +25,18 @@ __all__ = ["ClusterView", "PodView", "cluster_view"]
 
 @dataclass(frozen=True)
 class PodView:
-    """One pod spec of the resource and the container in it that does the work."""
+    """One pod spec of the resource and the container in it that does the work.
+
+    ``spec`` and ``container`` are the patched copy's, which rules fix; ``written`` and
+    ``facts`` are the pod and the container as written, read once for every rule.
+    """
 
     spec: dict[str, Any]
     ptr: str  # JSON pointer of the pod spec
     index: int  # of the working container in ``containers``
     container: dict[str, Any]
+    written: PodFacts
+    facts: ContainerFacts  # the working container's, as written
     classes: DeviceClasses = NVIDIA_CLASSES  # whose extended-resource names are GPUs
 
     @property
@@ -78,25 +75,37 @@ class ClusterView:
 
 
 def cluster_view(
-    patched: dict[str, Any], dask: DaskResource, classes: DeviceClasses = NVIDIA_CLASSES
+    patched: dict[str, Any],
+    dask: DaskResource,
+    classes: DeviceClasses = NVIDIA_CLASSES,
+    pods: Pods | None = None,
 ) -> ClusterView | None:
     """The view of a GPU cluster or job, ``None`` when its pod specs are malformed.
 
     Malformed input has no view: the schema rule has already said what is wrong. ``classes``:
-    the DeviceClasses whose extended-resource names are GPUs.
+    the DeviceClasses whose extended-resource names are GPUs. ``pods``: the facts of the pods as
+    written, when the caller has them (they may differ from ``patched`` in quoted quantities
+    only); else they are read from ``patched``.
     """
     if dask.scheduler_path is None or dask.worker_path is None:
         return None
-    worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path), classes))
+    pods = pods or pod_facts(patched, dask, classes)
+    if pods.scheduler is None or pods.worker is None:
+        return None
+    worker_gpus = tuple(pods.worker.gpus)
     if not worker_gpus:
         return None
-    scheduler = _pod(patched, dask.scheduler_path, _scheduler_index, classes)
-    worker = _pod(patched, dask.worker_path, _from(worker_gpus[0].container), classes)
+    if any(g.quantity.__class__ is not str for g in worker_gpus):  # quoted in ``patched``
+        worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path), classes))
+    scheduler = _pod(patched, pods.scheduler, pods.scheduler.scheduler(), classes)
+    wanted = worker_gpus[0].container
+    working = next((c for c in pods.worker.containers if c.position >= wanted), None)
+    worker = _pod(patched, pods.worker, working, classes)
     if scheduler is None or worker is None:
         return None
     runner = (
-        _pod(patched, dask.job_runner_path, _primary_index, classes)
-        if dask.job_runner_path
+        _pod(patched, pods.job_runner, pods.job_runner.primary(), classes)
+        if pods.job_runner is not None
         else None
     )
     return ClusterView(
@@ -105,7 +114,7 @@ def cluster_view(
         worker=worker,
         job_runner=runner,
         worker_gpus=worker_gpus,
-        protocol=protocol(scheduler.spec, worker.spec),
+        protocol="ucx" if pods.scheduler.ucx() or pods.worker.ucx() else "tcp",
         cuda=need(patched, worker.container),
         replicas=_replicas(get_in(patched, (*dask.worker_path[:-1], "replicas"))),
         classes=classes,
@@ -118,34 +127,17 @@ def _replicas(value: Any) -> int:
 
 
 def _pod(
-    patched: dict[str, Any], path: tuple[Any, ...], index_of: Any, classes: DeviceClasses
+    patched: dict[str, Any],
+    written: PodFacts,
+    working: ContainerFacts | None,
+    classes: DeviceClasses,
 ) -> PodView | None:
-    spec = get_in(patched, path)
-    if not isinstance(spec, dict):
+    spec = get_in(patched, written.path)
+    if not isinstance(spec, dict) or working is None:
         return None
-    index = index_of(spec, classes)
-    if index is None:
-        return None
-    container = spec["containers"][index]
+    container = spec["containers"][working.position]
     if not isinstance(container, dict):
         return None
-    return PodView(spec, pointer(*path), index, container, classes)
-
-
-def _scheduler_index(spec: Mapping[str, Any], _: DeviceClasses) -> int | None:
-    found = scheduler_container(spec)
-    return found[0] if found else None
-
-
-def _from(wanted: int) -> Any:
-    """``_primary_index`` for a pod whose first GPU request is known to be at ``wanted``."""
-
-    def index_of(spec: Mapping[str, Any], _: DeviceClasses) -> int | None:
-        return next((index for index, _c in containers(spec) if index >= wanted), None)
-
-    return index_of
-
-
-def _primary_index(spec: Mapping[str, Any], classes: DeviceClasses) -> int | None:
-    primary = primary_container(spec, classes)
-    return primary[0] if primary else None
+    return PodView(
+        spec, pointer(*written.path), working.position, container, written, working, classes
+    )

@@ -61,8 +61,9 @@ def _wire(value: Any, depth: int, string_keys: bool) -> Any:
             raise TooDeep
         if all(type(key) is str for key in value):  # the usual case: values changed in place
             for key, item in value.items():
-                if type(item) in _PLAIN:
-                    continue
+                of = type(item)
+                if of in _PLAIN or (of is int and item in INT64):
+                    continue  # sent as it is
                 sent = _wire(item, depth + 1, string_keys)
                 if sent is not item:
                     value[key] = sent
@@ -82,7 +83,8 @@ def _wire(value: Any, depth: int, string_keys: bool) -> Any:
         if depth >= MAX_DEPTH:
             raise TooDeep
         for index, item in enumerate(value):
-            if type(item) not in _PLAIN:
+            of = type(item)
+            if of not in _PLAIN and not (of is int and item in INT64):
                 sent = _wire(item, depth + 1, string_keys)
                 if sent is not item:
                     value[index] = sent

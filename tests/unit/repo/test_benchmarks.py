@@ -78,3 +78,20 @@ def test_the_bench_refuses_a_kubeconform_that_is_not_there(tmp_path: Path) -> No
     assert result is None
     assert done.stderr.splitlines()[-1].endswith(f"{tmp_path / 'kubeconform'}: no such executable")
     assert "Traceback" not in done.stderr
+
+
+def test_the_short_bench_sets_check_beside_another_tree(tmp_path: Path) -> None:
+    done, result = short_bench(tmp_path, "--kubeconform", "", "--before", str(ROOT))  # itself
+    assert done.returncode == 0, done.stderr
+    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli", "check-cli-before"}
+    ratio = result["check_cli_vs_before"]
+    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    assert "over check-cli-before's" in done.stdout
+
+
+def test_the_bench_refuses_a_before_tree_without_the_package(tmp_path: Path) -> None:
+    done, result = short_bench(tmp_path, "--kubeconform", "", "--before", str(tmp_path))
+    assert done.returncode == 2
+    assert result is None
+    assert done.stderr.splitlines()[-1].endswith(f"{tmp_path}: no operator/dask_gpu_parity there")
+    assert "Traceback" not in done.stderr

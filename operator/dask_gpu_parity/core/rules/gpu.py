@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from dask_gpu_parity.core.findings import Finding, Severity
-from dask_gpu_parity.core.gpu import admitted_gpus, containers, refused_gpus
 
 from .context import Context
 
@@ -19,9 +18,9 @@ def scheduler_gpu(ctx: Context) -> list[Finding]:
     a GPU the API server admits; a refused one is DGP024's, and overwriting it is left to a hand.
     """
     scheduler = ctx.view.scheduler
-    if refused_gpus(scheduler.container, scheduler.classes):
+    if scheduler.facts.refused:  # the first rule: the container is still as written
         return []
-    scheduler_gpus = scheduler.gpu_requests()
+    scheduler_gpus = scheduler.facts.admitted()
     resources_ptr = f"{scheduler.container_ptr}/resources"
     if scheduler_gpus:
         if ctx.gpu_resource in {r.resource for r in scheduler_gpus}:
@@ -64,9 +63,9 @@ def _elsewhere(ctx: Context) -> str:
     """Which other containers of the scheduler pod hold a GPU that is not the scheduler's."""
     scheduler = ctx.view.scheduler
     others = [
-        repr(container.get("name", index))
-        for index, container in containers(scheduler.spec)
-        if index != scheduler.index and admitted_gpus(container, index, scheduler.classes)
+        repr(c.container.get("name", c.position))
+        for c in scheduler.written.containers
+        if c.position != scheduler.index and c.admitted()
     ]
     if not others:
         return ""

@@ -12,37 +12,27 @@ from typing import Any
 
 from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.findings import Finding, Severity
-from dask_gpu_parity.core.gpu import (
-    admitted_gpus,
-    containers,
-    protocol,
-    refused_gpus,
-    runs_cuda_worker,
-    scheduler_container,
-)
 from dask_gpu_parity.core.patch import pointer
-from dask_gpu_parity.core.plain import Path, get_in
+from dask_gpu_parity.core.podfacts import Pods, pod_facts
 from dask_gpu_parity.core.policy import Policy
 from dask_gpu_parity.core.resources import DaskResource
 
 __all__ = ["cuda_workers_without_gpu", "refused_pods"]
 
 
-def _pod_specs(resource: Mapping[str, Any], dask: DaskResource) -> list[tuple[str, Path, Any]]:
-    roles = (
-        ("scheduler", dask.scheduler_path),
-        ("worker", dask.worker_path),
-        ("job runner", dask.job_runner_path),
-    )
-    return [(role, path, get_in(resource, path)) for role, path in roles if path is not None]
-
-
 def refused_pods(
-    resource: Mapping[str, Any], dask: DaskResource, classes: DeviceClasses = NVIDIA_CLASSES
+    resource: Mapping[str, Any],
+    dask: DaskResource,
+    classes: DeviceClasses = NVIDIA_CLASSES,
+    pods: Pods | None = None,
 ) -> list[Finding]:
-    """Pod specs with no containers (DGP017) and GPU quantities the API server refuses (DGP024)."""
+    """Pod specs with no containers (DGP017) and GPU quantities the API server refuses (DGP024).
+
+    ``pods``: the resource's pod facts, when the caller has them already.
+    """
     findings = []
-    for role, path, spec in _pod_specs(resource, dask):
+    for pod in (pods or pod_facts(resource, dask, classes)).present():
+        role, path, spec = pod.role, pod.path, pod.spec
         if isinstance(spec, Mapping) and spec.get("containers") == []:
             findings.append(
                 Finding.of(
@@ -53,10 +43,17 @@ def refused_pods(
                     f"add the {role} container",
                 )
             )
-        for key in ("initContainers", "containers"):
-            for index, container in containers(spec, key):
-                for refused in refused_gpus(container, classes):
-                    at = pointer(*path, key, index, "resources", refused.section, refused.resource)
+        for key, facts in (("initContainers", pod.init_containers), ("containers", pod.containers)):
+            for container in facts:
+                for refused in container.refused:
+                    at = pointer(
+                        *path,
+                        key,
+                        container.position,
+                        "resources",
+                        refused.section,
+                        refused.resource,
+                    )
                     findings.append(
                         Finding.of(
                             "DGP024",
@@ -76,34 +73,37 @@ def cuda_workers_without_gpu(
     dask: DaskResource,
     policy: Policy,
     classes: DeviceClasses = NVIDIA_CLASSES,
+    pods: Pods | None = None,
 ) -> list[Finding]:
     """DGP025 for worker containers that run dask-cuda and request no GPU.
 
     Called for resources whose workers request no GPU: they are GPU workers all the same, getting
     their GPUs from a node's default NVIDIA runtime, which kube-scheduler neither counts nor
     places, and their scheduler's parity cannot be told. As severe as DGP001 when the scheduler
-    has no GPU either (or is not in this resource), a warning when it has one.
+    has no GPU either (or is not in this resource), a warning when it has one. ``pods``: the
+    resource's pod facts, when the caller has them already.
     """
-    if dask.worker_path is None:
+    pods = pods or pod_facts(resource, dask, classes)
+    if pods.worker is None or dask.worker_path is None:
         return []
-    spec = get_in(resource, dask.worker_path)
-    severity = Severity.ERROR if protocol(spec) == "ucx" else policy.tcp_severity
-    if dask.scheduler_path is not None:
-        scheduler = scheduler_container(get_in(resource, dask.scheduler_path))
-        if scheduler is not None and admitted_gpus(scheduler[1], scheduler[0], classes):
-            severity = Severity.WARNING
+    cuda = [c for c in pods.worker.containers if c.runs("cuda", "worker")]
+    if not cuda:
+        return []
+    severity = Severity.ERROR if pods.worker.ucx() else policy.tcp_severity
+    scheduler = pods.scheduler.scheduler() if pods.scheduler is not None else None
+    if scheduler is not None and scheduler.admitted():
+        severity = Severity.WARNING
     return [
         Finding.of(
             "DGP025",
-            pointer(*dask.worker_path, "containers", index),
-            f"Worker container {container.get('name', index)!r} runs dask-cuda but requests no "
-            "GPU: it sees whatever GPUs its node's default runtime exposes, kube-scheduler "
+            pointer(*dask.worker_path, "containers", c.position),
+            f"Worker container {c.container.get('name', c.position)!r} runs dask-cuda but requests "
+            "no GPU: it sees whatever GPUs its node's default runtime exposes, kube-scheduler "
             "neither counts nor places them, and the scheduler's GPU parity cannot be checked; "
             'request its GPUs in limits (e.g. nvidia.com/gpu: "1"), then run dask-gpu-parity fix',
             severity=severity,
         )
-        for index, container in containers(spec)
-        if runs_cuda_worker(container)
+        for c in cuda
     ]
 
 

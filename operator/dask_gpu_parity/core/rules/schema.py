@@ -18,6 +18,7 @@ from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.gpu import containers
 from dask_gpu_parity.core.patch import apply_in_place, pointer, split_pointer
 from dask_gpu_parity.core.plain import as_map, get_in
+from dask_gpu_parity.core.podfacts import Pods
 from dask_gpu_parity.core.resources import DaskResource, view
 
 __all__ = ["schema_findings"]
@@ -28,11 +29,17 @@ _QUANTITY_PATH = re.compile(
 
 
 def schema_findings(
-    patched: Mapping[str, Any], kind: str, *, fix: bool, dask: DaskResource | None = None
+    patched: Mapping[str, Any],
+    kind: str,
+    *,
+    fix: bool,
+    dask: DaskResource | None = None,
+    pods: Pods | None = None,
 ) -> list[Finding]:
     """Schema issues as findings; with ``fix``, number quantities are quoted in place.
 
-    ``dask``: the document's view, when the caller has it already.
+    ``dask``: the document's view, ``pods``: its pod facts, when the caller has them already
+    (quoting a number changes no quantity the Pod API rejects: only strings can be rejected).
     """
     findings: list[Finding] = []
     for issue in schema.validate(patched, kind):
@@ -65,7 +72,20 @@ def schema_findings(
             )
         else:
             findings.append(Finding.of("DGP011", issue.path, f"{issue.message}: fix the manifest"))
+    if pods is not None:
+        return findings + _rejected(pods)
     return findings + _quantities(patched, dask or view(patched))
+
+
+def _rejected(pods: Pods) -> list[Finding]:
+    """:func:`_quantities`, from the pods' facts."""
+    return [
+        _not_a_quantity(pointer(*pod.path, key, c.position, "resources", section, name), value)
+        for pod in pods.present()
+        for key, facts in (("containers", pod.containers), ("initContainers", pod.init_containers))
+        for c in facts
+        for section, name, value in c.bad_quantities
+    ]
 
 
 def _quantities(document: Mapping[str, Any], dask: DaskResource | None) -> list[Finding]:

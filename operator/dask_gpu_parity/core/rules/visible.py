@@ -18,8 +18,8 @@ from typing import Any
 
 from dask_gpu_parity.core.cuda import image_cuda
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.gpu import containers, gpu_requests
 from dask_gpu_parity.core.names_env import NO_GPU, VISIBLE_DEVICES
+from dask_gpu_parity.core.podfacts import ContainerFacts
 from dask_gpu_parity.core.view import PodView
 
 from .context import Context
@@ -50,26 +50,30 @@ def cuda_image(container: Mapping[str, Any]) -> bool:
     return image_cuda(image) is not None or any(r in image for r in _CUDA_REPOSITORIES)
 
 
-def _candidates(ctx: Context) -> Iterator[tuple[str, PodView, int]]:
-    """(role, pod, index) of every container DGP029 judges."""
+def _candidates(ctx: Context) -> Iterator[tuple[str, PodView, ContainerFacts]]:
+    """(role, pod, container as written) of every container DGP029 judges."""
     view = ctx.view
     if view.job_runner is not None:
-        for index, _ in containers(view.job_runner.spec):
-            yield "job runner", view.job_runner, index
+        for facts in view.job_runner.written.containers:
+            yield "job runner", view.job_runner, facts
     for role, pod in (("scheduler", view.scheduler), ("worker", view.worker)):
-        for index, _ in containers(pod.spec):
-            if index != pod.index:
-                yield f"{role} sidecar", pod, index
+        for facts in pod.written.containers:
+            if facts.position != pod.index:
+                yield f"{role} sidecar", pod, facts
 
 
 def cpu_containers_see_gpus(ctx: Context) -> list[Finding]:
-    """DGP029 for CUDA-image containers without a GPU; ``NVIDIA_VISIBLE_DEVICES=void`` set."""
+    """DGP029 for CUDA-image containers without a GPU; ``NVIDIA_VISIBLE_DEVICES=void`` set.
+
+    The rules before this one change no container it judges: their requests are as written.
+    """
     findings = []
-    for role, pod, index in _candidates(ctx):
+    for role, pod, facts in _candidates(ctx):
+        index = facts.position
         container = pod.spec["containers"][index]
         if not isinstance(container, dict) or not cuda_image(container):
             continue
-        if gpu_requests({"containers": [container]}, ctx.view.classes):
+        if facts.gpus:
             continue
         env = container.get("env")
         written = (
