@@ -15,10 +15,14 @@ from . import quantity
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 
 __all__ = [
+    "COMMAND_SPLIT",
+    "SCHEME_VARS",
+    "UCX_FLAG",
     "GpuRequest",
     "Protocol",
     "RefusedGpu",
     "admitted_gpus",
+    "command",
     "containers",
     "env_value",
     "gpu_requests",
@@ -168,17 +172,24 @@ def _section(container: Mapping[str, Any], section: str) -> Mapping[Any, Any]:
 
 def _words(container: Mapping[str, Any]) -> list[str]:
     """The container's command and args as words, shell strings split, paths to base names."""
+    return list(command(container)[0])
+
+
+def command(container: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+    """The command line as words (shell strings split, paths to base names) and as one string."""
     words: list[str] = []
+    strings: list[str] = []
     for key in ("command", "args"):
         value = container.get(key)
         if isinstance(value, list):
             for item in value:
                 if isinstance(item, str):
-                    words += [w.rsplit("/", 1)[-1] for w in _SPLIT.split(item) if w]
-    return words
+                    strings.append(item)
+                    words += [w.rsplit("/", 1)[-1] for w in COMMAND_SPLIT.split(item) if w]
+    return tuple(words), " ".join(strings)
 
 
-_SPLIT = re.compile(r"[\s;&|()'\"`]+")
+COMMAND_SPLIT = re.compile(r"[\s;&|()'\"`]+")
 
 
 def _runs(container: Mapping[str, Any], *program: str) -> bool:
@@ -234,8 +245,8 @@ def env_value(container: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-_UCX_FLAG = re.compile(r"--protocol[= ]+ucxx?\b|\bucxx?://", re.IGNORECASE)
-_SCHEME_VARS = ("DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "DASK_DISTRIBUTED__COMM__PROTOCOL")
+UCX_FLAG = re.compile(r"--protocol[= ]+ucxx?\b|\bucxx?://", re.IGNORECASE)
+SCHEME_VARS = ("DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "DASK_DISTRIBUTED__COMM__PROTOCOL")
 
 
 def protocol(*pod_specs: Any) -> Protocol:
@@ -251,9 +262,9 @@ def protocol(*pod_specs: Any) -> Protocol:
                 value = container.get(key)
                 if isinstance(value, list):
                     words.extend(w for w in value if isinstance(w, str))
-            if _UCX_FLAG.search(" ".join(words)):
+            if UCX_FLAG.search(" ".join(words)):
                 return "ucx"
-            for var in _SCHEME_VARS:
+            for var in SCHEME_VARS:
                 value = env_value(container, var)
                 if value and value.strip().lower() in ("ucx", "ucxx"):
                     return "ucx"

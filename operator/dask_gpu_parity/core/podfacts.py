@@ -18,7 +18,15 @@ from typing import Any, NamedTuple
 
 from . import quantity
 from .deviceclasses import DeviceClasses
-from .gpu import _SCHEME_VARS, _SPLIT, _UCX_FLAG, GpuRequest, RefusedGpu, env_value, refused_gpus
+from .gpu import (
+    SCHEME_VARS,
+    UCX_FLAG,
+    GpuRequest,
+    RefusedGpu,
+    command,
+    env_value,
+    refused_gpus,
+)
 from .gpu import is_gpu_resource as _is_gpu
 from .plain import Path, get_in
 from .resources import DaskResource
@@ -91,9 +99,9 @@ class PodFacts(NamedTuple):
     def ucx(self) -> bool:
         """Whether any container selects UCX (``gpu.protocol``)."""
         for facts in self.containers:
-            if _UCX_FLAG.search(facts.line):
+            if UCX_FLAG.search(facts.line):
                 return True
-            for var in _SCHEME_VARS:
+            for var in SCHEME_VARS:
                 value = env_value(facts.container, var)
                 if value and value.strip().lower() in ("ucx", "ucxx"):
                     return True
@@ -164,22 +172,8 @@ def _containers(spec: Any, key: str, classes: DeviceClasses) -> tuple[ContainerF
                         if (number or 0) > 0:
                             gpus.append(GpuRequest(name, value, index, section))
         refused = tuple(refused_gpus(container, classes)) if named_gpu else ()
-        words, line = _command(container) if app else (_NO_WORDS, "")
+        words, line = command(container) if app else (_NO_WORDS, "")
         found.append(
             ContainerFacts(index, container, tuple(gpus), refused, tuple(bad), words, line)
         )
     return tuple(found)
-
-
-def _command(container: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
-    """The command line as words (``gpu._words``) and as one string (``gpu.protocol``'s)."""
-    words: list[str] = []
-    strings: list[str] = []
-    for key in ("command", "args"):
-        value = container.get(key)
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, str):
-                    strings.append(item)
-                    words += [w.rsplit("/", 1)[-1] for w in _SPLIT.split(item) if w]
-    return tuple(words), " ".join(strings)

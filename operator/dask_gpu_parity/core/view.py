@@ -97,6 +97,8 @@ def cluster_view(
         return None
     if any(g.quantity.__class__ is not str for g in worker_gpus):  # quoted in ``patched``
         worker_gpus = tuple(gpu_requests(get_in(patched, dask.worker_path), classes))
+        if not worker_gpus:  # a number too small to count once quoted (1e-255 is "0")
+            return None
     scheduler = _pod(patched, pods.scheduler, pods.scheduler.scheduler(), classes)
     wanted = worker_gpus[0].container
     working = next((c for c in pods.worker.containers if c.position >= wanted), None)
