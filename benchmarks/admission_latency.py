@@ -644,32 +644,30 @@ def _cpu_round_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
     return lines
 
 
+def _against_peer(what: str, ours: list[float], peer: list[float], rounds: str = "") -> str:
+    """One goal's line: our median and the CEL peer's, their ratio against 2x, the rounds'."""
+    (ratio,) = ratios([statistics.median(ours)], [statistics.median(peer)])
+    each = ratios(ours, peer)
+    return (
+        f"- {what}: {ms(statistics.median(ours))} ms ours, {ms(statistics.median(peer))} ms the "
+        f"CEL peer's{rounds}: **{times(ratio)}x** (target at most 2x: "
+        f"**{'met' if ratio <= 2 else 'missed'}**); the rounds' own ratios "
+        f"{spread(each, times)}, median {times(statistics.median(each))}"
+    )
+
+
 def goals(levels: dict[int, Samples]) -> list[str]:
     """The issue's goals: added p50 and added CPU per create at most 2x the CEL peer's."""
     lines = []
     for clients, samples in levels.items():
         ours, peer = added(samples, "after", _p50), added(samples, "cel", _p50)
-        (ratio,) = ratios([statistics.median(ours)], [statistics.median(peer)])
-        each = ratios(ours, peer)
-        lines.append(
-            f"- added p50 at {clients} client{'s' if clients > 1 else ''}: "
-            f"{ms(statistics.median(ours))} ms ours, {ms(statistics.median(peer))} ms the CEL "
-            f"peer's (medians of {len(ours)} rounds): **{times(ratio)}x** (target at most 2x: "
-            f"**{'met' if ratio <= 2 else 'missed'}**); the rounds' own ratios "
-            f"{spread(each, times)}, median {times(statistics.median(each))};"
-        )
+        what = f"added p50 at {clients} client{'s' if clients > 1 else ''}"
+        lines.append(_against_peer(what, ours, peer, f" (medians of {len(ours)} rounds)") + ";")
     after, cel, none = (pooled(levels, m) for m in ("after", "cel", "none"))
     ours = [a.cpu_per_create() - n.cpu_per_create() for a, n in zip(after, none, strict=True)]
     peer = [c.cpu_per_create() - n.cpu_per_create() for c, n in zip(cel, none, strict=True)]
-    (ratio,) = ratios([statistics.median(ours)], [statistics.median(peer)])
-    each = ratios(ours, peer)
-    lines.append(
-        f"- added CPU per create (kube-apiserver + etcd + our operator, all levels): "
-        f"{ms(statistics.median(ours))} ms ours, {ms(statistics.median(peer))} ms the CEL "
-        f"peer's: **{times(ratio)}x** (target at most 2x: "
-        f"**{'met' if ratio <= 2 else 'missed'}**); the rounds' own ratios "
-        f"{spread(each, times)}, median {times(statistics.median(each))}."
-    )
+    what = "added CPU per create (kube-apiserver + etcd + our operator, all levels)"
+    lines.append(_against_peer(what, ours, peer) + ".")
     return lines
 
 

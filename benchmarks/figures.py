@@ -82,6 +82,19 @@ def _spread(ax: Any, rows: Sequence[Row], y: str, label: str, colour: str) -> No
     ax.errorbar(xs, mid, yerr=[low, high], marker="o", capsize=3, color=colour, label=label)
 
 
+def _operator_axes(
+    time_ax: Any, memory_ax: Any, time_legend: str, memory_legend: str, title: str
+) -> None:
+    """The operator figures' two panels (ready and first pass in seconds, memory in MiB), titled."""
+    time_ax.figure.suptitle(title, x=0.01, ha="left")
+    time_ax.set_ylabel("seconds from the operator's start")
+    time_ax.set_title("Ready and first drift pass", loc="left")
+    memory_ax.set_ylabel("MiB (high-water mark)")
+    memory_ax.set_title("Operator memory", loc="left")
+    _legend(time_ax, time_legend)
+    _legend(memory_ax, memory_legend)
+
+
 def _legend(ax: Any, loc: str) -> None:
     if ax.get_legend_handles_labels()[0]:  # an empty legend is a warning
         ax.legend(loc=loc)
@@ -121,15 +134,13 @@ def _operator_scale(fig: Any) -> None:
     (quieter,) = [r for r in data["runs"] if r["label"] == "largest size, quieter machine"]
     for ax in (time_ax, memory_ax):
         ax.plot([], [], "s", mfc="none", color="grey", label=f"quieter ({quieter['commit']})")
-    time_ax.set_ylabel("seconds from the operator's start")
-    time_ax.set_title("Ready and first drift pass", loc="left")
-    memory_ax.set_ylabel("MiB (high-water mark)")
     memory_ax.set_ylim(bottom=0)
-    memory_ax.set_title("Operator memory", loc="left")
-    _legend(time_ax, "upper left")
-    _legend(memory_ax, "lower right")
-    fig.suptitle(
-        f"dask-gpu-parity run at fleet scale ({run['date']}, {run['commit']})", x=0.01, ha="left"
+    _operator_axes(
+        time_ax,
+        memory_ax,
+        "upper left",
+        "lower right",
+        f"dask-gpu-parity run at fleet scale ({run['date']}, {run['commit']})",
     )
 
 
@@ -186,17 +197,13 @@ def _operator_fleet(fig: Any) -> None:
         ax.set_xlabel("nodes, GPU and CPU (5 : 1), with 2 DaskClusters per GPU node")
         ax.plot([], [], ls=":", color="grey", label="least squares, drawn on")
         ax.plot([], [], lw=0.8, color="grey", alpha=0.5, label="goal")
-    time_ax.set_ylabel("seconds from the operator's start")
-    time_ax.set_title("Ready and first drift pass", loc="left")
-    memory_ax.set_ylabel("MiB (high-water mark)")
-    memory_ax.set_title("Operator memory", loc="left")
-    _legend(time_ax, "upper left")
-    _legend(memory_ax, "upper left")
-    fig.suptitle(
+    _operator_axes(
+        time_ax,
+        memory_ax,
+        "upper left",
+        "upper left",
         f"dask-gpu-parity run on a growing fleet, drawn on to {EXTRAPOLATE_TO:,} nodes "
         f"({run['date']}, {run['commit']})",
-        x=0.01,
-        ha="left",
     )
 
 
@@ -288,17 +295,13 @@ def _operator_dra(fig: Any) -> None:
         ax.set_xticklabels([r["commit"] for r in runs])
         ax.set_xlabel("commit, each a fix after the one before (docs/performance.md)")
     row = runs[0]["rows"][0]
-    time_ax.set_ylabel("seconds from the operator's start")
-    time_ax.set_title("Ready and first drift pass", loc="left")
-    memory_ax.set_ylabel("MiB (high-water mark)")
-    memory_ax.set_title("Operator memory", loc="left")
-    _legend(time_ax, "upper right")
-    _legend(memory_ax, "lower right")
-    fig.suptitle(
+    _operator_axes(
+        time_ax,
+        memory_ax,
+        "upper right",
+        "lower right",
         f"A DRA fleet: {row['gpu_nodes']:,} GPU nodes on NVIDIA's DRA driver, "
         f"{row['clusters']:,} DaskClusters ({runs[0]['date']})",
-        x=0.01,
-        ha="left",
     )
 
 
