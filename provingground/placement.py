@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from .objects import name_of, present
 from .pools import POOL_LABEL
@@ -114,7 +115,9 @@ def wait_for_placements(
     settled too (for showing a placement that cannot happen, instead of timing out).
     """
     deadline = time.monotonic() + timeout
+    lost = _LostComponents(api, namespace, cluster)
     while True:
+        lost.check()
         rows = placements(api, namespace, cluster)
         done = [
             r
@@ -132,6 +135,79 @@ def wait_for_placements(
                 f"{phase} within {timeout:.0f}s, have {seen}"
             )
         time.sleep(0.5)
+
+
+class _LostComponents:
+    """Hands the dask operator back a DaskCluster whose default worker group it never made.
+
+    dask-kubernetes creates the scheduler Deployment, its Service and the default worker group in
+    one kopf handler, run when ``status.phase`` becomes ``Created``. When the worker group's create
+    fails on a transient error (an ``httpx.ReadError`` of its shared client, seen under load on 2
+    cores), kopf would retry the handler in 60 s, but only while the phase is still ``Created``:
+    the Service's status handler has meanwhile set it to ``Running``, so the worker group is never
+    made and no worker ever starts. Setting the phase back to ``Created`` runs the handler again
+    (each of its steps skips what exists). This is the dask operator's fault, not the code under
+    test; it is said on stdout whenever it happens.
+    """
+
+    GRACE = 20.0  # seconds the cluster may be without its worker group before it counts as lost
+
+    def __init__(self, api: client.ApiClient, namespace: str, cluster: str) -> None:
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.namespace, self.cluster = namespace, cluster
+        self.since: float | None = None
+        self.next_check = 0.0
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if now < self.next_check:
+            return
+        self.next_check = now + 5
+        if not self._lost():
+            self.since = None
+            return
+        self.since = self.since or now
+        if now - self.since < self.GRACE:
+            return
+        print(
+            f"\nDaskCluster {self.namespace}/{self.cluster}: the dask operator lost its components "
+            "handler (no default worker group); its status.phase is set back to Created"
+        )
+        self.custom.patch_namespaced_custom_object(
+            "kubernetes.dask.org",
+            "v1",
+            self.namespace,
+            "daskclusters",
+            self.cluster,
+            {"status": {"phase": "Created"}},
+        )
+        self.since = None
+
+    def _lost(self) -> bool:
+        """The cluster is past ``Created``, its scheduler Service exists, its worker group not."""
+        try:
+            found = self.custom.get_namespaced_custom_object(
+                "kubernetes.dask.org", "v1", self.namespace, "daskclusters", self.cluster
+            )
+            self.core.read_namespaced_service(f"{self.cluster}-scheduler", self.namespace)
+        except ApiException:
+            return False  # not made yet, or gone: nothing lost
+        body = found if isinstance(found, dict) else {}
+        phase = (body.get("status") or {}).get("phase")
+        if phase in (None, "Created") or not (body.get("spec") or {}).get("worker"):
+            return False
+        try:
+            self.custom.get_namespaced_custom_object(
+                "kubernetes.dask.org",
+                "v1",
+                self.namespace,
+                "daskworkergroups",
+                f"{self.cluster}-default",
+            )
+        except ApiException as exc:
+            return bool(exc.status == 404)
+        return False
 
 
 _COLUMNS = (
