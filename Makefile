@@ -140,14 +140,17 @@ $(FIGURES_STAMP): pyproject.toml | $(STAMP)
 	$(BIN)/pip install -q -e '.[figures]'
 	@touch $@
 
-# Installed into a .partial folder and renamed, so an interrupted install leaves nothing behind.
-$(MERMAID): $(MERMAID_LOCK)
+# The folder is named after the lock file's hash, so a fresh clone (whose lock file is newer than
+# the cache) reuses it: the lock file is an order-only prerequisite. Installed into a folder of
+# this process's own and renamed, so an interrupted install leaves nothing behind and two clones
+# installing at once never remove what the other is using.
+$(MERMAID): | $(MERMAID_LOCK)
 	@command -v npm >/dev/null || { echo "the diagrams are checked with node and npm: apt-get install nodejs npm" >&2; exit 1; }
-	rm -rf $(MERMAID_DIR) $(MERMAID_DIR).partial
-	mkdir -p $(MERMAID_DIR).partial
-	cp tests/unit/repo/mermaid/package.json $(MERMAID_LOCK) $(MERMAID_DIR).partial/
-	npm ci --prefix $(MERMAID_DIR).partial --ignore-scripts --no-audit --no-fund
-	mv $(MERMAID_DIR).partial $(MERMAID_DIR)
+	@tmp=$(MERMAID_DIR).partial.$$$$ && rm -rf "$$tmp" && mkdir -p "$$tmp" && \
+	  cp tests/unit/repo/mermaid/package.json $(MERMAID_LOCK) "$$tmp"/ && \
+	  npm ci --prefix "$$tmp" --ignore-scripts --no-audit --no-fund && \
+	  { [ -e $(MERMAID) ] || rm -rf $(MERMAID_DIR); } && \
+	  { mv -T "$$tmp" $(MERMAID_DIR) 2>/dev/null || rm -rf "$$tmp"; }
 
 .PHONY: figures
 figures: $(FIGURES_STAMP) $(MERMAID) ## Redraw docs/figures/ from benchmarks/results/ and check that every Mermaid diagram parses
