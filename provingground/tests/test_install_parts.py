@@ -8,7 +8,7 @@ import pytest
 
 from provingground.binaries import BinariesMissingError, StaleCacheError, find_binaries
 from provingground.install import Helm, InstallError, split_reference
-from provingground.install_demo import cpu_dask_cluster
+from provingground.install_demo import benign_mismatch, cpu_dask_cluster
 from provingground.peersuite import compare, outcomes
 from provingground.realnode import BuiltImages
 
@@ -60,6 +60,22 @@ def test_the_cpu_cluster_runs_the_given_image_on_the_given_node() -> None:
         assert container["image"] == "localhost/provingground/dask:2026.8.0"
         assert container["imagePullPolicy"] == "IfNotPresent"
         assert "nvidia.com/gpu" not in str(container["resources"])  # a CPU cluster
+
+
+@pytest.mark.parametrize(
+    ("row", "benign"),
+    [
+        # distributed's version table, as the demo's Client warns with it
+        ("| python  | 3.11.7.final.0 | 3.11.2.final.0 | 3.11.2.final.0 |", True),
+        ("| numpy   | 2.4.6          | None           | None           |", True),
+        ("| dask    | 2026.8.0       | 2026.7.0       | 2026.7.0       |", False),
+        ("| lz4     | 4.0            | None           | 4.1            |", False),
+    ],
+)
+def test_only_the_python_patch_release_and_client_only_packages_are_no_mismatch(
+    row: str, benign: bool
+) -> None:
+    assert benign_mismatch(row) is benign
 
 
 def test_peer_results_are_read_from_junit_and_differences_marked(tmp_path: Path) -> None:
