@@ -96,9 +96,7 @@ def evaluate(
     worker_gpus = pods.worker.gpus if pods.worker is not None else []
     refused = refused_pods(resource, dask, classes, pods)  # the CRD schema admits them; Pods do not
     if not worker_gpus:  # CPU-only: reported on, never changed (and never copied)
-        found = (
-            schema_findings(resource, dask.kind, fix=False, dask=dask, pods=pods) if schema else []
-        )
+        found = schema_findings(resource, dask.kind, fix=False, pods=pods) if schema else []
         unknown = unknown_device_classes(resource, dask, classes)  # maybe GPUs: no DGP025 there
         found += refused + [
             f
@@ -110,7 +108,7 @@ def evaluate(
     patched: dict[str, Any] = copy_json(resource)
     # Quoting number quantities (DGP010) is all the schema rule changes: the facts of the
     # pods as written still hold for the patched copy (the view reads its quantities again).
-    findings = schema_findings(patched, dask.kind, fix=True, dask=dask, pods=pods) if schema else []
+    findings = schema_findings(patched, dask.kind, fix=True, pods=pods) if schema else []
     findings += refused
     if dask.scheduler_path is not None:
         resolved = cluster_view(patched, dask, classes, pods)

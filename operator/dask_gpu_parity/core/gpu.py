@@ -15,9 +15,6 @@ from . import quantity
 from .deviceclasses import NVIDIA_CLASSES, DeviceClasses
 
 __all__ = [
-    "COMMAND_SPLIT",
-    "SCHEME_VARS",
-    "UCX_FLAG",
     "GpuRequest",
     "Protocol",
     "RefusedGpu",
@@ -27,11 +24,11 @@ __all__ = [
     "env_value",
     "gpu_requests",
     "is_gpu_resource",
-    "primary_container",
     "protocol",
     "refused_gpus",
-    "runs_cuda_worker",
+    "runs_program",
     "scheduler_container",
+    "selects_ucx",
 ]
 
 _MIG = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb")
@@ -170,11 +167,6 @@ def _section(container: Mapping[str, Any], section: str) -> Mapping[Any, Any]:
     return values if values.__class__ is dict or isinstance(values, Mapping) else {}
 
 
-def _words(container: Mapping[str, Any]) -> list[str]:
-    """The container's command and args as words, shell strings split, paths to base names."""
-    return list(command(container)[0])
-
-
 def command(container: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
     """The command line as words (shell strings split, paths to base names) and as one string."""
     words: list[str] = []
@@ -185,26 +177,19 @@ def command(container: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
             for item in value:
                 if isinstance(item, str):
                     strings.append(item)
-                    words += [w.rsplit("/", 1)[-1] for w in COMMAND_SPLIT.split(item) if w]
+                    words += [w.rsplit("/", 1)[-1] for w in _SPLIT.split(item) if w]
     return tuple(words), " ".join(strings)
 
 
-COMMAND_SPLIT = re.compile(r"[\s;&|()'\"`]+")
+_SPLIT = re.compile(r"[\s;&|()'\"`]+")
 
 
-def _runs(container: Mapping[str, Any], *program: str) -> bool:
-    """Whether the command line runs ``dask-a-b`` or ``dask a b`` (``program`` = a, b)."""
-    words = _words(container)
-    dashed = "-".join(("dask", *program))
-    n = len(program) + 1
-    return dashed in words or any(
-        words[i : i + n] == ["dask", *program] for i in range(len(words) - n + 1)
-    )
-
-
-def runs_cuda_worker(container: Mapping[str, Any]) -> bool:
-    """Whether the container runs ``dask-cuda-worker`` or ``dask cuda worker`` (dask-cuda)."""
-    return _runs(container, "cuda", "worker")
+def runs_program(words: tuple[str, ...], *program: str) -> bool:
+    """Whether command-line ``words`` run ``dask-a-b`` or ``dask a b`` (``program`` = a, b)."""
+    if "-".join(("dask", *program)) in words:
+        return True
+    wanted, n = ("dask", *program), len(program) + 1
+    return any(words[i : i + n] == wanted for i in range(len(words) - n + 1))
 
 
 def scheduler_container(pod_spec: Any) -> tuple[int, Mapping[str, Any]] | None:
@@ -214,23 +199,14 @@ def scheduler_container(pod_spec: Any) -> tuple[int, Mapping[str, Any]] | None:
     ``scheduler``, else the first (the dask operator's ``KubeCluster`` reads ``containers[0]``).
     """
     found = list(containers(pod_spec))
-    for test in (lambda c: _runs(c, "scheduler"), lambda c: c.get("name") == "scheduler"):
+    for test in (
+        lambda c: runs_program(command(c)[0], "scheduler"),
+        lambda c: c.get("name") == "scheduler",
+    ):
         for index, container in found:
             if test(container):
                 return index, container
     return found[0] if found else None
-
-
-def primary_container(
-    pod_spec: Any, classes: DeviceClasses = NVIDIA_CLASSES
-) -> tuple[int, Mapping[str, Any]] | None:
-    """The container that does the work: the first that asks for a GPU, else the first."""
-    requests = gpu_requests(pod_spec, classes)
-    wanted = requests[0].container if requests else 0
-    for index, container in containers(pod_spec):
-        if index >= wanted:
-            return index, container
-    return None
 
 
 def env_value(container: Mapping[str, Any], name: str) -> str | None:
@@ -245,27 +221,29 @@ def env_value(container: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-UCX_FLAG = re.compile(r"--protocol[= ]+ucxx?\b|\bucxx?://", re.IGNORECASE)
-SCHEME_VARS = ("DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "DASK_DISTRIBUTED__COMM__PROTOCOL")
+_UCX_FLAG = re.compile(r"--protocol[= ]+ucxx?\b|\bucxx?://", re.IGNORECASE)
+_SCHEME_VARS = ("DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "DASK_DISTRIBUTED__COMM__PROTOCOL")
 
 
-def protocol(*pod_specs: Any) -> Protocol:
-    """``"ucx"`` when any container's command, args or env selects UCX/UCXX, else ``"tcp"``.
+def selects_ucx(container: Mapping[str, Any], line: str) -> bool:
+    """Whether the container, whose command and args joined are ``line``, selects UCX/UCXX.
 
     Recognises ``--protocol ucx`` (as two words or inside a shell string), ``--protocol=ucxx``,
     ``ucx://`` addresses and ``DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME=ucx``.
     """
+    if _UCX_FLAG.search(line):
+        return True
+    for var in _SCHEME_VARS:
+        value = env_value(container, var)
+        if value and value.strip().lower() in ("ucx", "ucxx"):
+            return True
+    return False
+
+
+def protocol(*pod_specs: Any) -> Protocol:
+    """``"ucx"`` when any container of the pod specs selects UCX/UCXX (:func:`selects_ucx`)."""
     for pod_spec in pod_specs:
         for _, container in containers(pod_spec):
-            words: list[str] = []
-            for key in ("command", "args"):
-                value = container.get(key)
-                if isinstance(value, list):
-                    words.extend(w for w in value if isinstance(w, str))
-            if UCX_FLAG.search(" ".join(words)):
+            if selects_ucx(container, command(container)[1]):
                 return "ucx"
-            for var in SCHEME_VARS:
-                value = env_value(container, var)
-                if value and value.strip().lower() in ("ucx", "ucxx"):
-                    return "ucx"
     return "tcp"

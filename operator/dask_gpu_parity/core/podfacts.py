@@ -18,15 +18,7 @@ from typing import Any, NamedTuple
 
 from . import quantity
 from .deviceclasses import DeviceClasses
-from .gpu import (
-    SCHEME_VARS,
-    UCX_FLAG,
-    GpuRequest,
-    RefusedGpu,
-    command,
-    env_value,
-    refused_gpus,
-)
+from .gpu import GpuRequest, RefusedGpu, command, refused_gpus, runs_program, selects_ucx
 from .gpu import is_gpu_resource as _is_gpu
 from .plain import Path, get_in
 from .resources import DaskResource
@@ -59,11 +51,7 @@ class ContainerFacts(NamedTuple):
 
     def runs(self, *program: str) -> bool:
         """Whether the command line runs ``dask-a-b`` or ``dask a b`` (``program`` = a, b)."""
-        words = self.words
-        if "-".join(("dask", *program)) in words:
-            return True
-        wanted, n = ("dask", *program), len(program) + 1
-        return any(words[i : i + n] == wanted for i in range(len(words) - n + 1))
+        return runs_program(self.words, *program)
 
 
 class PodFacts(NamedTuple):
@@ -92,20 +80,13 @@ class PodFacts(NamedTuple):
         return found[0] if found else None
 
     def primary(self) -> ContainerFacts | None:
-        """``gpu.primary_container``: the first that asks for a GPU, else the first."""
+        """The container that does the work: the first that asks for a GPU, else the first."""
         wanted = next((c.position for c in self.containers if c.gpus), 0)
         return next((c for c in self.containers if c.position >= wanted), None)
 
     def ucx(self) -> bool:
         """Whether any container selects UCX (``gpu.protocol``)."""
-        for facts in self.containers:
-            if UCX_FLAG.search(facts.line):
-                return True
-            for var in SCHEME_VARS:
-                value = env_value(facts.container, var)
-                if value and value.strip().lower() in ("ucx", "ucxx"):
-                    return True
-        return False
+        return any(selects_ucx(facts.container, facts.line) for facts in self.containers)
 
 
 class Pods(NamedTuple):

@@ -15,11 +15,8 @@ from typing import Any
 
 from dask_gpu_parity.core import quantity, schema
 from dask_gpu_parity.core.findings import Finding
-from dask_gpu_parity.core.gpu import containers
 from dask_gpu_parity.core.patch import apply_in_place, pointer, split_pointer
-from dask_gpu_parity.core.plain import as_map, get_in
 from dask_gpu_parity.core.podfacts import Pods
-from dask_gpu_parity.core.resources import DaskResource, view
 
 __all__ = ["schema_findings"]
 
@@ -33,13 +30,12 @@ def schema_findings(
     kind: str,
     *,
     fix: bool,
-    dask: DaskResource | None = None,
-    pods: Pods | None = None,
+    pods: Pods,
 ) -> list[Finding]:
     """Schema issues as findings; with ``fix``, number quantities are quoted in place.
 
-    ``dask``: the document's view, ``pods``: its pod facts, when the caller has them already
-    (quoting a number changes no quantity the Pod API rejects: only strings can be rejected).
+    ``pods``: the document's pod facts, as written (quoting a number changes no quantity the Pod
+    API rejects: only strings can be rejected).
     """
     findings: list[Finding] = []
     for issue in schema.validate(patched, kind):
@@ -72,13 +68,11 @@ def schema_findings(
             )
         else:
             findings.append(Finding.of("DGP011", issue.path, f"{issue.message}: fix the manifest"))
-    if pods is not None:
-        return findings + _rejected(pods)
-    return findings + _quantities(patched, dask or view(patched))
+    return findings + _rejected(pods)
 
 
 def _rejected(pods: Pods) -> list[Finding]:
-    """:func:`_quantities`, from the pods' facts."""
+    """DGP011 for every resource quantity string that the Pod API would reject."""
     return [
         _not_a_quantity(pointer(*pod.path, key, c.position, "resources", section, name), value)
         for pod in pods.present()
@@ -86,26 +80,6 @@ def _rejected(pods: Pods) -> list[Finding]:
         for c in facts
         for section, name, value in c.bad_quantities
     ]
-
-
-def _quantities(document: Mapping[str, Any], dask: DaskResource | None) -> list[Finding]:
-    """DGP011 for every resource quantity string that the Pod API would reject."""
-    paths = (dask.scheduler_path, dask.worker_path, dask.job_runner_path) if dask else ()
-    findings = []
-    parse = quantity.parse
-    for path in filter(None, paths):
-        pod = get_in(document, path)
-        for key in ("containers", "initContainers"):
-            for index, container in containers(pod, key):
-                resources = as_map(container.get("resources"))
-                for section in ("limits", "requests"):
-                    for name, value in as_map(resources.get(section)).items():
-                        if value.__class__ is str and parse(value) is not None:
-                            continue  # the common case, decided at once
-                        if isinstance(value, str) and parse(value) is None:
-                            at = pointer(*path, key, index, "resources", section, name)
-                            findings.append(_not_a_quantity(at, value))
-    return findings
 
 
 def _not_a_quantity(path: str, value: Any) -> Finding:
