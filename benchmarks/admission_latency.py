@@ -556,6 +556,15 @@ def pooled(levels: dict[int, Samples], mode: str) -> list[Run]:
     ]
 
 
+def added_cpu(levels: dict[int, Samples], mode: str) -> list[float]:
+    """Per round: CPU per create of ``mode`` minus no admission's, every level's runs pooled."""
+    base = pooled(levels, base_of(mode))
+    return [
+        r.cpu_per_create() - b.cpu_per_create()
+        for r, b in zip(pooled(levels, mode), base, strict=True)
+    ]
+
+
 def _latency_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
     lines = [
         "| clients | mode | p50 | **added p50** | added p50, rounds | p99 | added p99 "
@@ -620,10 +629,7 @@ def _cpu_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
         if mode == base_of(mode):
             cells.append("")
             continue
-        base = rounds[base_of(mode)]
-        values = [
-            r.cpu_per_create() - b.cpu_per_create() for r, b in zip(rounds[mode], base, strict=True)
-        ]
+        values = added_cpu(levels, mode)
         cells.append(f"**{ms(statistics.median(values))}** ({spread(values)})")
     lines.append("| **added** (all three) | " + " | ".join(cells) + " |")
     return lines
@@ -663,9 +669,7 @@ def goals(levels: dict[int, Samples]) -> list[str]:
         ours, peer = added(samples, "after", _p50), added(samples, "cel", _p50)
         what = f"added p50 at {clients} client{'s' if clients > 1 else ''}"
         lines.append(_against_peer(what, ours, peer, f" (medians of {len(ours)} rounds)") + ";")
-    after, cel, none = (pooled(levels, m) for m in ("after", "cel", "none"))
-    ours = [a.cpu_per_create() - n.cpu_per_create() for a, n in zip(after, none, strict=True)]
-    peer = [c.cpu_per_create() - n.cpu_per_create() for c, n in zip(cel, none, strict=True)]
+    ours, peer = added_cpu(levels, "after"), added_cpu(levels, "cel")
     what = "added CPU per create (kube-apiserver + etcd + our operator, all levels)"
     lines.append(_against_peer(what, ours, peer) + ".")
     return lines
