@@ -21,4 +21,4 @@ def test_a_namespace_is_created_once_and_its_labels_overwritten(cluster: E2EClus
         labels = got["metadata"]["labels"]
         assert {k: labels.get(k) for k in (*RESTRICTED, "team")} == {**RESTRICTED, "team": "b"}
     finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        cluster.release_namespace(name)

@@ -137,7 +137,7 @@ def _namespaces(cluster, *specs: tuple[str, ...]) -> Iterator[list[str]]:
         yield names
     finally:
         for name in names:
-            cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+            cluster.release_namespace(name)
 
 
 def test_every_ci_render_passes_server_side_dry_run(cluster, policy_crd, e2e_helm):

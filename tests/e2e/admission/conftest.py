@@ -62,7 +62,7 @@ def make_namespace(cluster, request) -> Iterator[Callable[..., str]]:
 
     yield make
     for name in made:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        cluster.release_namespace(name)
 
 
 @pytest.fixture

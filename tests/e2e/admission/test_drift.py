@@ -75,7 +75,7 @@ def drifted(parity, cluster, dask_operator):
     finally:
         cluster.kubectl("delete", "daskgpupolicy", policy["metadata"]["name"], check=False)
         for ns in names.values():
-            cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+            cluster.release_namespace(ns)
 
 
 def test_drift_reported_with_event_and_metric(parity, cluster, drifted):

@@ -89,7 +89,7 @@ def running(cluster, parity, dask_operator) -> Iterator[tuple[str, Any]]:
         eventually(lambda: _running(cluster.api, namespace), timeout=240)
         yield namespace, pool
     finally:
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.release_namespace(namespace)
         cluster.kubectl("delete", "daskgpupolicy", policy["metadata"]["name"], check=False)
         core.delete_collection_node(label_selector=f"{POOL_LABEL}={pool.name}")
 

@@ -27,7 +27,7 @@ def namespace(policyreport_crd, parity, cluster) -> Iterator[str]:
     try:
         yield name
     finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        cluster.release_namespace(name)
 
 
 def _reports(cluster, namespace: str) -> dict[str, dict[str, Any]]:

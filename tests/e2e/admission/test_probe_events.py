@@ -105,7 +105,7 @@ def ground(parity, cluster) -> Iterator[Ground]:
             "--force",
             check=False,
         )
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.release_namespace(namespace)
         cluster.kubectl("delete", "node", node, "--wait=false", check=False)
 
 

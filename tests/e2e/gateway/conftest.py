@@ -53,7 +53,7 @@ def _gateway(cluster: E2ECluster, options: str) -> Iterator[GatewayServer]:
         ) as gw:
             yield gw
     finally:
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.release_namespace(namespace)
 
 
 @pytest.fixture(scope="module")
