@@ -21,17 +21,23 @@ a round; each round starts one stage later than the last):
   goroutine with ``GOMAXPROCS=1``: schema validation alone, no policy, no line lookup. Run when
   ``--kubeconform`` or ``$KUBECONFORM`` names the binary (``make bench`` builds a pinned one).
 
+* ``jsonschema`` and ``fastjsonschema``: Python peers of kubeconform,
+  ``benchmarks/jsonschema_peer.py`` in a fresh process: PyYAML's libyaml loader and that package
+  validating every document against the same converted schema: schema validation alone, as a
+  Python tool does it (the reference validator, and the one compiled to Python code).
+
 * ``check-cli-before``: with ``--before TREE``, ``check-cli`` of another source tree (a worktree
   of an earlier commit: its ``operator/`` first on ``PYTHONPATH``), so a change is measured
   beside what it changes, in the same rounds.
 
 Reports, per stage, the median of the rounds in wall-clock and in CPU time (this process's, or
-the child's for the last two; the machine is shared: CPU time is what one dedicated core would
-take) with the CPU time's spread (fastest and slowest round), documents per second by each, how
-many documents took the fast path, and the peak RSS; with kubeconform, ``check-cli``'s documents
-per CPU-second over kubeconform's, round by round (median and range: one round's ratio is not a
-result). ``--json`` also writes every figure and every round to a file. Pinned to one core where
-the OS allows it; the children inherit the pinning.
+the child's for the stages run in a fresh process; the machine is shared: CPU time is what one
+dedicated core would take) with the CPU time's spread (fastest and slowest round), documents per
+second by each, how many documents took the fast path, and the peak RSS; with kubeconform,
+``check-cli``'s documents per CPU-second over kubeconform's, round by round (median and range:
+one round's ratio is not a result), and the Python peers' beside both. ``--json`` also writes
+every figure and every round to a file. Pinned to one core where the OS allows it; the children
+inherit the pinning.
 """
 
 from __future__ import annotations
@@ -123,6 +129,18 @@ def run_kubeconform(binary: str, location: str, path: Path, count: int) -> tuple
     return wall, cpu
 
 
+PEERS = ("jsonschema", "fastjsonschema")  # the Python peers, jsonschema_peer.py's validators
+
+
+def run_peer(kind: str, schema: Path, path: Path, count: int) -> tuple[float, float]:
+    """A Python peer (``jsonschema_peer.py``); every document must come out valid."""
+    script = ROOT / "benchmarks" / "jsonschema_peer.py"
+    wall, cpu, out = run_child([sys.executable, str(script), kind, str(schema), str(path)], {})
+    if not out.startswith("exit 0:") or f"Valid: {count}," not in out:
+        raise SystemExit(f"the {kind} peer did not validate every document: {out}")
+    return wall, cpu
+
+
 def run_cli(path: Path, count: int, tree: Path | None = None) -> tuple[float, float]:
     """``dask-gpu-parity check`` as users run it: a fresh process, start-up included.
 
@@ -158,6 +176,7 @@ def measure(
     count: int,
     binary: str,
     location: str,
+    schema: Path,
     before: Path | None = None,
 ) -> list[dict[str, tuple[float, float]]]:
     """``rounds`` rounds of every stage, interleaved, each round starting one stage later.
@@ -174,6 +193,8 @@ def measure(
                 times[stage] = run_kubeconform(binary, location, path, count)
             elif stage == "check-cli":
                 times[stage] = run_cli(path, count)
+            elif stage in PEERS:
+                times[stage] = run_peer(stage, schema, path, count)
             elif stage == "check-cli-before":
                 times[stage] = run_cli(path, count, before)
             else:
@@ -240,13 +261,13 @@ def main_(argv: list[str] | None = None) -> int:
         path.write_text(corpus(args.documents))
         size = path.stat().st_size
         pieces = yaml11.split(path.read_text()) or []
-        stages: tuple[str, ...] = ("pyyaml", "parse", "check", "check-cli")
+        stages: tuple[str, ...] = ("pyyaml", "parse", "check", "check-cli", *PEERS)
         if args.before:
             stages += ("check-cli-before",)
-        location = ""
+        location = kubeconform_schemas(Path(tmp) / "schemas")
+        schema = Path(tmp) / "schemas" / "kubernetes.dask.org" / "daskcluster_v1.json"
         if args.kubeconform:
             stages += ("kubeconform",)
-            location = kubeconform_schemas(Path(tmp) / "schemas")
         run_once(path, "check")  # warm-up: imports, schema load
         rounds = measure(
             path,
@@ -255,6 +276,7 @@ def main_(argv: list[str] | None = None) -> int:
             count=args.documents,
             binary=args.kubeconform or "",
             location=location,
+            schema=schema,
             before=args.before,
         )
     result: dict[str, Any] = {
@@ -267,8 +289,12 @@ def main_(argv: list[str] | None = None) -> int:
         "stages": summarise(rounds, args.documents),
         "runs": [{s: {"wall_s": t[0], "cpu_s": t[1]} for s, t in r.items()} for r in rounds],
     }
+    for peer in PEERS:
+        result[f"check_cli_vs_{peer}"] = versus(rounds, peer)
     if args.kubeconform:
         result["check_cli_vs_kubeconform"] = versus(rounds, "kubeconform")
+        for peer in PEERS:
+            result[f"{peer}_vs_kubeconform"] = versus(rounds, "kubeconform", peer)
     if args.before:
         result["check_cli_vs_before"] = versus(rounds, "check-cli-before")
         if args.kubeconform:
@@ -302,6 +328,8 @@ def report(result: dict[str, Any]) -> None:
             f"round by round: median {r['median']:.2f}, range {r['min']:.2f}-{r['max']:.2f}"
         )
     for key, words in (
+        *((f"check_cli_vs_{peer}", f"check-cli over the {peer} peer's") for peer in PEERS),
+        *((f"{peer}_vs_kubeconform", f"the {peer} peer over kubeconform's") for peer in PEERS),
         ("check_cli_before_vs_kubeconform", "check-cli-before over kubeconform's"),
         ("check_cli_vs_before", "check-cli over check-cli-before's"),
     ):

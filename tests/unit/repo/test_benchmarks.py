@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.check_throughput import kubeconform_schemas
+from benchmarks.check_throughput import PEERS, kubeconform_schemas
 
 
 def test_kubeconform_gets_the_bundled_daskcluster_schema(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_the_short_bench_times_every_stage_of_check(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert result["documents"] == 200
     assert result["fast_path"] == 200
-    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli"}
+    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli", *PEERS}
     for stage in result["stages"].values():
         assert set(stage) == STAGE_FIELDS
         assert stage["cpu_s_min"] <= stage["cpu_s_median"] <= stage["cpu_s_max"]
@@ -57,6 +57,9 @@ def test_the_short_bench_times_every_stage_of_check(tmp_path: Path) -> None:
     assert len(result["runs"]) == 1
     assert any(line.startswith("check-cli ") for line in done.stdout.splitlines())
     assert "check_cli_vs_kubeconform" not in result
+    for peer in PEERS:
+        ratio = result[f"check_cli_vs_{peer}"]
+        assert ratio["min"] <= ratio["median"] <= ratio["max"]
 
 
 @pytest.mark.skipif(
@@ -66,9 +69,10 @@ def test_the_short_bench_times_every_stage_of_check(tmp_path: Path) -> None:
 def test_the_short_bench_sets_check_beside_kubeconform(tmp_path: Path) -> None:
     done, result = short_bench(tmp_path)  # kubeconform from $KUBECONFORM, as make bench names it
     assert done.returncode == 0, done.stderr
-    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli", "kubeconform"}
-    ratio = result["check_cli_vs_kubeconform"]
-    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    stages = {"pyyaml", "parse", "check", "check-cli", *PEERS, "kubeconform"}
+    assert set(result["stages"]) == stages
+    for key in ("check_cli_vs_kubeconform", *(f"{peer}_vs_kubeconform" for peer in PEERS)):
+        assert result[key]["min"] <= result[key]["median"] <= result[key]["max"]
     assert "over kubeconform's" in done.stdout
 
 
@@ -83,7 +87,8 @@ def test_the_bench_refuses_a_kubeconform_that_is_not_there(tmp_path: Path) -> No
 def test_the_short_bench_sets_check_beside_another_tree(tmp_path: Path) -> None:
     done, result = short_bench(tmp_path, "--kubeconform", "", "--before", str(ROOT))  # itself
     assert done.returncode == 0, done.stderr
-    assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli", "check-cli-before"}
+    stages = {"pyyaml", "parse", "check", "check-cli", *PEERS, "check-cli-before"}
+    assert set(result["stages"]) == stages
     ratio = result["check_cli_vs_before"]
     assert ratio["min"] <= ratio["median"] <= ratio["max"]
     assert "over check-cli-before's" in done.stdout
