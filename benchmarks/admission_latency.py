@@ -18,10 +18,10 @@ rules):
 * ``cel``: the CEL peer, ``benchmarks/cel/scheduler-gpu.yaml``: a MutatingAdmissionPolicy and a
   ValidatingAdmissionPolicy doing only the core mutation and DGP001, in the API server itself;
 * ``floor``: the least any webhook can do: ``benchmarks/floor/``, a mutating webhook in Go with
-  the standard library only (built here with ``go build``), serving TLS on loopback (HTTP/1.1
-  and HTTP/2, net/http's defaults), answering every review allowed with no patch; one
-  MutatingWebhookConfiguration for DaskCluster CREATE in its namespace only, failurePolicy Fail,
-  our timeout, no matchConditions;
+  the standard library only (built here with ``go build``: Go must be on PATH), serving TLS on
+  loopback (HTTP/1.1 and HTTP/2, net/http's defaults), answering every review allowed with no
+  patch; one MutatingWebhookConfiguration for DaskCluster CREATE in its namespace only,
+  failurePolicy Fail, our timeout, no matchConditions;
 * ``floor-patch``: the same server answering with the JSON Patch and warnings our webhook returns
   for the GPU example in ``after``'s namespace (captured once at set-up from our operator's own
   answer to that review), verbatim: what a parity-sized mutation costs the API server through
