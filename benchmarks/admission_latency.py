@@ -17,6 +17,15 @@ rules):
   reference);
 * ``cel``: the CEL peer, ``benchmarks/cel/scheduler-gpu.yaml``: a MutatingAdmissionPolicy and a
   ValidatingAdmissionPolicy doing only the core mutation and DGP001, in the API server itself;
+* ``floor``: the least any webhook can do: ``benchmarks/floor/``, a mutating webhook in Go with
+  the standard library only (built here with ``go build``: Go must be on PATH), serving TLS on
+  loopback (HTTP/1.1 and HTTP/2, net/http's defaults), answering every review allowed with no
+  patch; one MutatingWebhookConfiguration for DaskCluster CREATE in its namespace only,
+  failurePolicy Fail, our timeout, no matchConditions;
+* ``floor-patch``: the same server answering with the JSON Patch and warnings our webhook returns
+  for the GPU example in ``after``'s namespace (captured once at set-up from our operator's own
+  answer to that review), verbatim: what a parity-sized mutation costs the API server through
+  any webhook, the webhook's own work at about zero;
 * ``fixed``: the GPU example as ``dask-gpu-parity fix --nodes`` writes it with the proving
   ground's Nodes (the GitOps case: a manifest that already has parity), in ``after``'s
   namespace: what our webhooks still cost for it (calls, latency, whether they patch);
@@ -36,15 +45,18 @@ each round's added p50 and its ratio ``after``/``cel``; how many webhook calls a
 from the API server's own ``apiserver_admission_webhook_request_total``; the stored DaskCluster's
 size and the scheduler Pod's that the dask operator would create from it (its
 ``build_scheduler_deployment_spec``, created with ``dryRun``); CPU time per create of our
-operator, kube-apiserver and etcd, per round (from ``/proc/<pid>/stat`` around every run), and
-what admission adds to ``none`` in CPU, with its ratio ``after``/``cel`` per round. ``--json``
-keeps every run's figures.
+operator, kube-apiserver, etcd and the floor webhook, per round (from ``/proc/<pid>/stat``
+around every run; each process counted in every mode), and what admission adds to ``none`` in
+CPU, with its ratio ``after``/``cel`` per round; beside them the floor modes' own, and the
+ratios ``floor``/``cel``, ``floor-patch``/``cel`` and ``after``/``floor-patch`` per round.
+``--json`` keeps every run's figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import copy
 import datetime as dt
 import io
@@ -53,6 +65,7 @@ import math
 import os
 import platform
 import shutil
+import socket
 import ssl
 import statistics
 import subprocess
@@ -78,8 +91,9 @@ from dask_gpu_parity.admission.decide.configurations import (
 )
 from dask_gpu_parity.names import VERIFIER_COPY_CONTAINER as COPY
 from provingground import ProvingGround, install_crds
-from provingground.cluster import ControlPlane
+from provingground.cluster import ControlPlane, free_port
 from provingground.parity import ParityOperator
+from provingground.process import Process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,13 +103,18 @@ MODES = {
     "before": ("gpu", "before"),
     "after": ("gpu", "after"),
     "cel": ("gpu", "cel"),
+    "floor": ("gpu", "floor"),
+    "floor-patch": ("gpu", "floor-patch"),
     "fixed": ("fixed", "after"),
     "cpu-none": ("cpu", "none"),
     "cpu-before": ("cpu", "before"),
     "cpu-after": ("cpu", "after"),
 }
 MANIFESTS = {"gpu": "gpu-cluster-tcp.yaml", "cpu": "cpu-cluster.yaml"}  # "fixed": fix(gpu)
-PROCESSES = ("dask-gpu-parity", "kube-apiserver", "etcd")  # whose CPU time is counted
+# whose CPU time is counted (the floor webhook's only once it runs)
+PROCESSES = ("dask-gpu-parity", "kube-apiserver", "etcd", "floor-webhook")
+FLOORS = ("floor", "floor-patch")  # the floor webhook's modes, and its URL paths' order
+FLOOR_SOURCE = ROOT / "benchmarks" / "floor"
 DASK = ("kubernetes.dask.org", "v1")
 LABEL = "dgp-bench"
 CEL_POLICIES = ROOT / "benchmarks" / "cel" / "scheduler-gpu.yaml"
@@ -116,7 +135,7 @@ class Run:
     cpu: dict[str, float]  # CPU seconds per process
 
     def cpu_per_create(self, process: str | None = None) -> float:
-        """CPU seconds per create of ``process``, or of all three when ``None``."""
+        """CPU seconds per create of ``process``, or of every process counted when ``None``."""
         total = sum(self.cpu.values()) if process is None else self.cpu[process]
         return total / max(self.creates, 1)
 
@@ -304,6 +323,112 @@ def cel_policies() -> list[dict[str, Any]]:
     return docs
 
 
+def captured_patch(parity: ParityOperator, body: bytes, namespace: str) -> dict[str, Any]:
+    """Our webhook's JSON Patch and warnings for the DaskCluster ``body`` (its review's answer)."""
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": DASK[0], "version": DASK[1], "kind": "DaskCluster"},
+            "resource": {"group": DASK[0], "version": DASK[1], "resource": "daskclusters"},
+            "operation": "CREATE",
+            "userInfo": {"username": "bench"},
+            "namespace": namespace,
+            "object": json.loads(body),
+            "dryRun": False,
+        },
+    }
+    status, raw = parity.post("/mutate-daskcluster", json.dumps(review).encode())
+    if status != 200:
+        raise RuntimeError(f"our webhook answered {status}: {raw[:300]!r}")
+    response = json.loads(raw)["response"]
+    if not response["allowed"] or "patch" not in response:
+        raise RuntimeError(f"our webhook did not patch the GPU example: {response}")
+    return {
+        "patch": json.loads(base64.b64decode(response["patch"])),
+        "warnings": response.get("warnings", []),
+    }
+
+
+class Floor:
+    """The floor webhook (``benchmarks/floor/``), built with ``go build``, on a loopback port.
+
+    ``/allow`` answers every review allowed with no patch; ``/patch`` with ``patch`` verbatim.
+    """
+
+    def __init__(self, cp: ControlPlane, folder: Path, patch: dict[str, Any]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        binary = folder / "floor-webhook"
+        subprocess.run(
+            ["go", "build", "-trimpath", "-o", str(binary), "."],
+            cwd=FLOOR_SOURCE,
+            env={**os.environ, "CGO_ENABLED": "0"},
+            check=True,
+        )
+        self.cert, self.key = cp.issue_serving_cert(["127.0.0.1"], name="floor-webhook-serving")
+        self.ca = cp.ca_cert_path
+        (folder / "patch.json").write_text(json.dumps(patch))
+        self.port = free_port()
+        self.process = Process(
+            "floor-webhook",
+            [
+                *(binary, "-addr", f"127.0.0.1:{self.port}"),
+                *("-cert", self.cert, "-key", self.key, "-patch", folder / "patch.json"),
+            ],
+            cp.logs / "floor-webhook.log",
+        )
+        self.process.wait_until(self._tls_accepts, 30, "serving TLS", interval=0.1)
+
+    def _tls_accepts(self) -> bool:
+        context = ssl.create_default_context(cafile=str(self.ca))
+        with (
+            socket.create_connection(("127.0.0.1", self.port), timeout=2) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1"),
+        ):
+            return True
+
+    def configuration(self) -> dict[str, Any]:
+        """One MutatingWebhookConfiguration: DaskCluster CREATE, each path in its namespace."""
+        ca_bundle = base64.b64encode(self.ca.read_bytes()).decode()
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "dask-gpu-parity-bench-floor"},
+            "webhooks": [
+                {
+                    "name": f"{mode}.bench.dask-gpu-parity.io",
+                    "admissionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{self.port}/{path}",
+                        "caBundle": ca_bundle,
+                    },
+                    "rules": [
+                        {
+                            "apiGroups": [DASK[0]],
+                            "apiVersions": [DASK[1]],
+                            "operations": ["CREATE"],
+                            "resources": ["daskclusters"],
+                            "scope": "Namespaced",
+                        }
+                    ],
+                    "matchPolicy": "Equivalent",
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "timeoutSeconds": 10,  # as ours (webhooks())
+                    "reinvocationPolicy": "Never",
+                    "namespaceSelector": {
+                        "matchExpressions": [{"key": LABEL, "operator": "In", "values": [mode]}]
+                    },
+                }
+                for mode, path in zip(FLOORS, ("allow", "patch"), strict=True)
+            ],
+        }
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
 class Bench:
     """The proving ground, our operator, the admission set-ups, and what was measured."""
 
@@ -317,6 +442,8 @@ class Bench:
     ) -> None:
         assert ground.api is not None  # the caller started the proving ground
         self.api = ground.api
+        self.run_dir = ground.control_plane.run_dir
+        self.floor: Floor | None = None  # started by ready(), once our webhook answers
         self.before_current = before_current  # the before commit has today's webhooks and form
         self.cp = ground.control_plane
         self.parity = parity
@@ -344,6 +471,7 @@ class Bench:
             "dask-gpu-parity": sum(cpu_seconds(p.pid) for p in operators if p is not None),
             "kube-apiserver": cpu_seconds(self.cp.processes["kube-apiserver"].pid),
             "etcd": cpu_seconds(self.cp.processes["etcd"].pid),
+            "floor-webhook": cpu_seconds(self.floor.process.pid) if self.floor else 0.0,
         }
         return cpu, sum(webhook_calls(text).values())
 
@@ -374,8 +502,27 @@ class Bench:
             and inits[0]["command"][:3] == ["python", "-I", "-c"]
         )
 
+    def start_floor(self) -> None:
+        """Capture our webhook's answer to the GPU example, start the floor webhook, wire it in."""
+        body = self.load.body(self.namespaces["after"], "gpu")
+        patch = captured_patch(self.parity, body, self.namespaces["after"])
+        print(
+            f"captured our patch: {len(patch['patch'])} operations, "
+            f"{len(json.dumps(patch['patch'])):,} bytes, {len(patch['warnings'])} warnings",
+            flush=True,
+        )
+        self.floor = Floor(self.cp, self.run_dir / "floor", patch)
+        self.apply([self.floor.configuration()])
+
+    def stop(self) -> None:
+        if self.floor is not None:
+            self.floor.stop()
+
     def ready(self, timeout: float = 120) -> None:
-        """Every set-up answers as designed (policies and indices warm, CEL compiled)."""
+        """Every set-up answers as designed (policies and indices warm, CEL compiled).
+
+        The floor webhook starts once ours answers as designed (its patch is our answer then).
+        """
         deadline = time.monotonic() + timeout
         why = ""
         webhooked = [m for m in ("before", "after") if m in self.modes]
@@ -398,13 +545,25 @@ class Bench:
                     checks["before's init containers"] = self._before_ready(inits["before"])
                     if self.before_current:  # two operators of today answer alike
                         checks["before answers as after"] = specs["before"] == specs["after"]
+                if self.floor is not None:
+                    # (no admission's spec is not quite as sent: the API server prunes it)
+                    floor, none = (self.stored(m)["spec"]["scheduler"] for m in ("floor", "none"))
+                    patched = self.stored("floor-patch")["spec"]["scheduler"]["spec"]
+                    checks["floor stores as none"] = floor == none
+                    checks["floor-patch's init containers"] = [
+                        c["name"] for c in patched.get("initContainers", [])
+                    ] == [COPY, "gpu-parity-check"]
                 if all(checks.values()):
-                    return
+                    if self.floor is not None:
+                        print(f"floor-patch stores as after: {patched == specs['after']}")
+                        return
+                    self.start_floor()
+                    continue
                 why = "not yet: " + ", ".join(k for k, ok in checks.items() if not ok)
             except (RuntimeError, KeyError, IndexError) as exc:
                 why = f"{type(exc).__name__}: {exc}"
             finally:
-                for mode in (*webhooked, "cel"):
+                for mode in (*webhooked, "cel", *FLOORS, "none"):
                     delete_all(self.api, self.namespaces[MODES[mode][1]])
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the admission set-ups did not answer as designed ({why})")
@@ -588,25 +747,38 @@ def _latency_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
     return lines
 
 
-def _round_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
-    """Each round's own added p50 (ms) and CPU per create (ms, all three processes)."""
+def compared(modes: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The modes whose added figures each round shows, and the (mode, peer) pairs of ratios.
+
+    Ours and the floor webhook's against the CEL peer, and ours against the floor with our patch.
+    """
     ours = [m for m in modes if m in ("before", "after")]
-    head = ["none p50", *(f"{m} added p50" for m in (*ours, "cel"))]
-    head += [f"{m}/cel" for m in ours]
-    head += ["none CPU", *(f"{m} added CPU" for m in (*ours, "cel"))]
-    head += [f"{m}/cel CPU" for m in ours]
+    floors = [m for m in FLOORS if m in modes]
+    pairs = [(m, "cel") for m in (*ours, *floors)]
+    if "after" in modes and "floor-patch" in modes:
+        pairs.append(("after", "floor-patch"))
+    return [*ours, "cel", *floors], pairs
+
+
+def _round_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
+    """Each round's own added p50 (ms) and CPU per create (ms, every process counted)."""
+    shown, pairs = compared(modes)
+    head = ["none p50", *(f"{m} added p50" for m in shown)]
+    head += [f"{m}/{peer}" for m, peer in pairs]
+    head += ["none CPU", *(f"{m} added CPU" for m in shown)]
+    head += [f"{m}/{peer} CPU" for m, peer in pairs]
     lines = [
         "| clients | round | " + " | ".join(head) + " |",
         "| --- | --- |" + " --- |" * len(head),
     ]
     for clients, samples in levels.items():
-        lat = {m: added(samples, m, _p50) for m in (*ours, "cel")}
-        cpu = {m: added(samples, m, Run.cpu_per_create) for m in (*ours, "cel")}
+        lat = {m: added(samples, m, _p50) for m in shown}
+        cpu = {m: added(samples, m, Run.cpu_per_create) for m in shown}
         for n, base in enumerate(samples["none"]):
-            cells = [ms(base.p50), *(ms(lat[m][n]) for m in (*ours, "cel"))]
-            cells += [times(ratios(lat[m], lat["cel"])[n]) for m in ours]
-            cells += [ms(base.cpu_per_create()), *(ms(cpu[m][n]) for m in (*ours, "cel"))]
-            cells += [times(ratios(cpu[m], cpu["cel"])[n]) for m in ours]
+            cells = [ms(base.p50), *(ms(lat[m][n]) for m in shown)]
+            cells += [times(ratios(lat[m], lat[peer])[n]) for m, peer in pairs]
+            cells += [ms(base.cpu_per_create()), *(ms(cpu[m][n]) for m in shown)]
+            cells += [times(ratios(cpu[m], cpu[peer])[n]) for m, peer in pairs]
             lines.append(f"| {clients} | {n} | " + " | ".join(cells) + " |")
     return lines
 
@@ -623,7 +795,7 @@ def _cpu_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
         for mode in modes:
             values = [r.cpu_per_create(name) for r in rounds[mode]]
             cells.append(f"{ms(statistics.median(values))} ({spread(values)})")
-        lines.append(f"| {name or 'all three'} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name or 'all'} | " + " | ".join(cells) + " |")
     cells = []
     for mode in modes:
         if mode == base_of(mode):
@@ -631,14 +803,14 @@ def _cpu_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
             continue
         values = added_cpu(levels, mode)
         cells.append(f"**{ms(statistics.median(values))}** ({spread(values)})")
-    lines.append("| **added** (all three) | " + " | ".join(cells) + " |")
+    lines.append("| **added** (all) | " + " | ".join(cells) + " |")
     return lines
 
 
 def _cpu_round_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
     """CPU per create per process, every round and level, for the GPU modes."""
     lines = [
-        "| clients | round | mode | " + " | ".join(PROCESSES) + " | all three |",
+        "| clients | round | mode | " + " | ".join(PROCESSES) + " | all |",
         "| --- | --- | --- |" + " --- |" * (len(PROCESSES) + 1),
     ]
     for clients, samples in levels.items():
@@ -670,8 +842,41 @@ def goals(levels: dict[int, Samples]) -> list[str]:
         what = f"added p50 at {clients} client{'s' if clients > 1 else ''}"
         lines.append(_against_peer(what, ours, peer, f" (medians of {len(ours)} rounds)") + ";")
     ours, peer = added_cpu(levels, "after"), added_cpu(levels, "cel")
-    what = "added CPU per create (kube-apiserver + etcd + our operator, all levels)"
+    what = (
+        "added CPU per create (kube-apiserver + etcd + our operator + the floor webhook, "
+        "all levels)"
+    )
     lines.append(_against_peer(what, ours, peer) + ".")
+    return lines
+
+
+def _side_by_side(what: str, mode: str, peer: str, ours: list[float], theirs: list[float]) -> str:
+    """One comparison's line: both medians, their ratio, the rounds' own ratios."""
+    (ratio,) = ratios([statistics.median(ours)], [statistics.median(theirs)])
+    each = ratios(ours, theirs)
+    return (
+        f"- {what}: `{mode}` {ms(statistics.median(ours))} ms ({spread(ours)}), `{peer}` "
+        f"{ms(statistics.median(theirs))} ms ({spread(theirs)}): **{times(ratio)}x**; the "
+        f"rounds' own ratios {spread(each, times)}, median {times(statistics.median(each))}"
+    )
+
+
+def floor_lines(levels: dict[int, Samples]) -> list[str]:
+    """The floor webhook against the CEL peer, and ours against the floor with our patch."""
+    modes = list(next(iter(levels.values())))
+    _, pairs = compared(modes)
+    lines = []
+    for mode, peer in pairs:
+        if mode not in FLOORS and peer not in FLOORS:
+            continue
+        for clients, samples in levels.items():
+            what = f"added p50 at {clients} client{'s' if clients > 1 else ''}"
+            ours, theirs = added(samples, mode, _p50), added(samples, peer, _p50)
+            lines.append(_side_by_side(what, mode, peer, ours, theirs) + ";")
+        ours, theirs = added_cpu(levels, mode), added_cpu(levels, peer)
+        lines.append(_side_by_side("added CPU per create", mode, peer, ours, theirs) + ";")
+    if lines:
+        lines[-1] = lines[-1][:-1] + "."
     return lines
 
 
@@ -715,7 +920,19 @@ def report(
         + "`after`: this tree (webhooks behind matchConditions: none called for a CPU-only "
         "create, one for a GPU create). `cel`: the CEL peer (`benchmarks/cel/`: a "
         "MutatingAdmissionPolicy and a ValidatingAdmissionPolicy doing only the core mutation "
-        "and DGP001, no webhook). `fixed`: the GPU example after `dask-gpu-parity fix --nodes` "
+        "and DGP001, no webhook). "
+        + (
+            "`floor`: the least any webhook can do (`benchmarks/floor/`: a mutating webhook in "
+            "Go, standard library only, TLS on loopback with HTTP/1.1 and HTTP/2 as net/http "
+            "serves them, answering every review allowed with no patch; failurePolicy Fail, our "
+            "timeout, no matchConditions). `floor-patch`: the same server answering with the "
+            "JSON Patch and warnings our webhook returns for the GPU example (captured once at "
+            "set-up from our operator's answer), verbatim: a parity-sized mutation through any "
+            "webhook, the webhook's own work at about zero. "
+            if "floor" in modes
+            else ""
+        )
+        + "`fixed`: the GPU example after `dask-gpu-parity fix --nodes` "
         "(this ground's Nodes), in the `after` namespace. Rounds interleave the modes (order "
         "rotating per round); p50 "
         f"and p99 are the median over {setup['rounds']} rounds of each run's percentile, in ms; "
@@ -728,8 +945,20 @@ def report(
         "",
         *goals(levels),
         "",
+        *(
+            [
+                "The webhook peers, side by side in this run (medians of the rounds, their "
+                "min-max in brackets):",
+                "",
+                *floor_lines(levels),
+                "",
+            ]
+            if "floor" in modes
+            else []
+        ),
         "Each round (ms; added is the mode minus `none` in the same round; CPU per create is "
-        "kube-apiserver + etcd + our operator):",
+        "kube-apiserver + etcd + our operator + the floor webhook, each process's CPU counted "
+        "in every mode):",
         "",
         *_round_lines(levels, modes),
         "",
@@ -859,12 +1088,15 @@ def main(argv: list[str] | None = None) -> int:
         ).start(webhooks=False)
         before = before_operator(ground, args.run_dir, args.before) if args.before else None
         bench = Bench(ground, parity, before, before_current=args.before_current)
-        bench.ready()
-        print(f"dask-gpu-parity ready in {parity.ready_seconds:.1f}s", flush=True)
-        sizes = bench.sizes()
-        print(json.dumps(sizes), flush=True)
-        bench.warm_up()
-        levels = measure(bench, levels_list, requests, args.rounds)
+        try:
+            bench.ready()
+            print(f"dask-gpu-parity ready in {parity.ready_seconds:.1f}s", flush=True)
+            sizes = bench.sizes()
+            print(json.dumps(sizes), flush=True)
+            bench.warm_up()
+            levels = measure(bench, levels_list, requests, args.rounds)
+        finally:
+            bench.stop()
         if before is not None:
             before.stop()
         parity.uninstall()

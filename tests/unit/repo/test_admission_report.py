@@ -11,7 +11,18 @@ from typing import Any
 
 import pytest
 
-from benchmarks.admission_latency import PROCESSES, Run, Samples, added, goals, ratios, report
+from benchmarks.admission_latency import (
+    PROCESSES,
+    Run,
+    Samples,
+    _round_lines,
+    added,
+    compared,
+    floor_lines,
+    goals,
+    ratios,
+    report,
+)
 
 
 def run(p50_ms: float, cpu_ms: float, calls: float = 0.0) -> Run:
@@ -72,3 +83,28 @@ def test_report_has_every_round_and_the_spread() -> None:
     assert "| 10 | 2 | 7.0 | 3.0 | 1.0 | 3.0 |" in text
     assert "| 1 | after | 9.0 | **3.0** | 3.0 to 4.0 |" in text
     assert "spec stored exactly as sent: yes" in text
+
+
+def test_floor_modes_are_compared_with_the_peer_and_ours_with_the_floor() -> None:
+    levels = {c: samples(none=[5, 6, 7], after=[9, 9, 10], cel=[6, 8, 8]) for c in (1, 10)}
+    for rounds in levels.values():
+        rounds["floor"] = [run(v, 9.0, 100) for v in (7, 8, 9)]  # adds 2 ms: 2x the peer's 1
+        rounds["floor-patch"] = [run(v, 10.0, 100) for v in (8, 8, 9)]
+    shown, pairs = compared(list(levels[1]))
+    assert shown == ["after", "cel", "floor", "floor-patch"]
+    assert pairs == [
+        ("after", "cel"),
+        ("floor", "cel"),
+        ("floor-patch", "cel"),
+        ("after", "floor-patch"),
+    ]
+    lines = floor_lines(levels)
+    assert lines[0].startswith("- added p50 at 1 client: `floor` 2.0 ms (2.0 to 2.0), `cel` 1.0")
+    assert "**2.0x**" in lines[0]
+    # CPU: floor adds 3 ms per create, the peer 2 ms; ours 6 ms, the floor with our patch 4 ms
+    assert "`floor` 3.0 ms (3.0 to 3.0), `cel` 2.0 ms (2.0 to 2.0): **1.5x**" in lines[2]
+    assert "`after` 6.0 ms (6.0 to 6.0), `floor-patch` 4.0 ms (4.0 to 4.0): **1.5x**" in lines[8]
+    assert lines[-1].endswith(".")
+    # The round table: none, after, cel, floor, floor-patch, then the four ratios.
+    round_0 = "| 1 | 0 | 5.0 | 4.0 | 1.0 | 2.0 | 3.0 | 4.0 | 2.0 | 3.0 | 1.3 |"
+    assert round_0 in "\n".join(_round_lines(levels, list(levels[1])))

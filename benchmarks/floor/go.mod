@@ -1,0 +1,3 @@
+module dask-gpu-parity/benchmarks/floor
+
+go 1.22
