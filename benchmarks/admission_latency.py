@@ -26,6 +26,12 @@ rules):
   for the GPU example in ``after``'s namespace (captured once at set-up from our operator's own
   answer to that review), verbatim: what a parity-sized mutation costs the API server through
   any webhook, the webhook's own work at about zero;
+* ``cel-full``: the CEL peer doing all of that mutation: a MutatingAdmissionPolicy generated at
+  set-up from the same captured patch, each of its operations a ``JSONPatch`` of the same path
+  and value (the JSON value written as a CEL literal), unconditional (the ``cel`` peer's
+  matchConditions decide which creates it sees), with the ``cel`` peer's ValidatingAdmissionPolicy
+  (DGP001) bound to its namespace too; a MutatingAdmissionPolicy cannot return warnings, so our
+  five are not in it: what parity's full mutation costs the API server with no webhook at all;
 * ``fixed``: the GPU example as ``dask-gpu-parity fix --nodes`` writes it with the proving
   ground's Nodes (the GitOps case: a manifest that already has parity), in ``after``'s
   namespace: what our webhooks still cost for it (calls, latency, whether they patch);
@@ -48,7 +54,8 @@ size and the scheduler Pod's that the dask operator would create from it (its
 operator, kube-apiserver, etcd and the floor webhook, per round (from ``/proc/<pid>/stat``
 around every run; each process counted in every mode), and what admission adds to ``none`` in
 CPU, with its ratio ``after``/``cel`` per round; beside them the floor modes' own, and the
-ratios ``floor``/``cel``, ``floor-patch``/``cel`` and ``after``/``floor-patch`` per round.
+ratios ``floor``/``cel``, ``floor-patch``/``cel`` and ``after``/``floor-patch`` per round, and
+``after``/``cel-full``, ``floor-patch``/``cel-full`` and ``cel-full``/``cel``.
 ``--json`` keeps every run's figures.
 """
 
@@ -103,6 +110,7 @@ MODES = {
     "before": ("gpu", "before"),
     "after": ("gpu", "after"),
     "cel": ("gpu", "cel"),
+    "cel-full": ("gpu", "cel-full"),
     "floor": ("gpu", "floor"),
     "floor-patch": ("gpu", "floor-patch"),
     "fixed": ("fixed", "after"),
@@ -323,6 +331,73 @@ def cel_policies() -> list[dict[str, Any]]:
     return docs
 
 
+def cel_literal(value: Any) -> str:
+    """``value`` (JSON) as a CEL literal.
+
+    Kubernetes' CEL wants aggregate literals homogeneous: an aggregate's elements are wrapped in
+    ``dyn()`` unless they are scalars of one type.
+    """
+    if isinstance(value, dict):
+        items = [(json.dumps(k), v) for k, v in value.items()]
+        wrap = _mixed([v for _, v in items])
+        return "{" + ", ".join(f"{k}: {_dyn(cel_literal(v), wrap)}" for k, v in items) + "}"
+    if isinstance(value, list):
+        wrap = _mixed(value)
+        return "[" + ", ".join(_dyn(cel_literal(v), wrap) for v in value) + "]"
+    if value is None:
+        return "null"
+    if isinstance(value, bool | str):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+def _mixed(values: list[Any]) -> bool:
+    """Whether a literal of ``values`` needs ``dyn()``: anything but scalars of one type."""
+    return any(isinstance(v, dict | list) for v in values) or len({type(v) for v in values}) > 1
+
+
+def _dyn(literal: str, wrap: bool) -> str:
+    return f"dyn({literal})" if wrap else literal
+
+
+def cel_full_policies(patch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CEL peer doing all of ``patch`` (our answer): the same operations, in CEL.
+
+    The ``cel`` peer's MutatingAdmissionPolicy with its mutation replaced by one JSONPatch
+    expression listing ``patch``'s operations (each ``add``, same path, same value), bound to the
+    namespaces labelled ``cel-full``, and the ``cel`` peer's ValidatingAdmissionPolicy (DGP001)
+    bound there too. Unconditional: the benchmark creates the GPU example only, which is what
+    ``patch`` answers.
+    """
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in cel_policies()}
+    peer = "dgp-cel-peer-scheduler-gpu"
+    name = "dgp-cel-full-peer"
+    ops = []
+    for op in patch:
+        if op["op"] != "add":
+            raise ValueError(f"only add operations are written in CEL: {op}")
+        ops.append(
+            f"JSONPatch{{op: {json.dumps(op['op'])}, path: {json.dumps(op['path'])}, "
+            f"value: {cel_literal(op['value'])}}}"
+        )
+    policy = copy.deepcopy(docs[("MutatingAdmissionPolicy", peer)])
+    policy["metadata"]["name"] = name
+    del policy["spec"]["variables"]
+    policy["spec"]["mutations"] = [
+        {"patchType": "JSONPatch", "jsonPatch": {"expression": "[" + ", ".join(ops) + "]"}}
+    ]
+    binding = copy.deepcopy(docs[("MutatingAdmissionPolicyBinding", peer)])
+    binding["metadata"]["name"] = name
+    binding["spec"]["policyName"] = name
+    validating = copy.deepcopy(docs[("ValidatingAdmissionPolicyBinding", "dgp-cel-peer-dgp001")])
+    validating["metadata"]["name"] = "dgp-cel-full-peer-dgp001"
+    for doc in (binding, validating):
+        doc["spec"]["matchResources"]["namespaceSelector"]["matchLabels"][LABEL] = "cel-full"
+    return [policy, binding, validating]
+
+
 def captured_patch(parity: ParityOperator, body: bytes, namespace: str) -> dict[str, Any]:
     """Our webhook's JSON Patch and warnings for the DaskCluster ``body`` (its review's answer)."""
     review = {
@@ -503,7 +578,10 @@ class Bench:
         )
 
     def start_floor(self) -> None:
-        """Capture our webhook's answer to the GPU example, start the floor webhook, wire it in."""
+        """Capture our webhook's answer to the GPU example; start the peers made of it.
+
+        The floor webhook, wired in, and the CEL peer doing the same mutation (``cel-full``).
+        """
         body = self.load.body(self.namespaces["after"], "gpu")
         patch = captured_patch(self.parity, body, self.namespaces["after"])
         print(
@@ -513,6 +591,14 @@ class Bench:
         )
         self.floor = Floor(self.cp, self.run_dir / "floor", patch)
         self.apply([self.floor.configuration()])
+        try:  # the API server compiles the policy's CEL: refused is a bug here, not a wait
+            self.apply(cel_full_policies(patch["patch"]))
+        except RuntimeError as exc:
+            raise ValueError(f"the CEL peer of our patch was refused: {exc}") from exc
+        status = self.cp.kubectl(
+            "get", "mutatingadmissionpolicy", "dgp-cel-full-peer", "-o", "jsonpath={.status}"
+        ).stdout
+        print(f"cel-full policy status: {status or '(none)'}", flush=True)
 
     def stop(self) -> None:
         if self.floor is not None:
@@ -553,9 +639,13 @@ class Bench:
                     checks["floor-patch's init containers"] = [
                         c["name"] for c in patched.get("initContainers", [])
                     ] == [COPY, "gpu-parity-check"]
+                    # the same mutation in CEL stores the same scheduler as our webhook's answer
+                    cel_full = self.stored("cel-full")["spec"]["scheduler"]["spec"]
+                    checks["cel-full stores as after"] = cel_full == specs["after"]
                 if all(checks.values()):
                     if self.floor is not None:
                         print(f"floor-patch stores as after: {patched == specs['after']}")
+                        print("cel-full stores as after: True")
                         return
                     self.start_floor()
                     continue
@@ -563,7 +653,7 @@ class Bench:
             except (RuntimeError, KeyError, IndexError) as exc:
                 why = f"{type(exc).__name__}: {exc}"
             finally:
-                for mode in (*webhooked, "cel", *FLOORS, "none"):
+                for mode in (*webhooked, "cel", "cel-full", *FLOORS, "none"):
                     delete_all(self.api, self.namespaces[MODES[mode][1]])
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the admission set-ups did not answer as designed ({why})")
@@ -750,14 +840,19 @@ def _latency_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
 def compared(modes: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """The modes whose added figures each round shows, and the (mode, peer) pairs of ratios.
 
-    Ours and the floor webhook's against the CEL peer, and ours against the floor with our patch.
+    Ours and the floor webhook's against the CEL peer, ours against the floor with our patch,
+    and ours, the floor with our patch and the CEL peer against the CEL peer doing our mutation.
     """
     ours = [m for m in modes if m in ("before", "after")]
     floors = [m for m in FLOORS if m in modes]
+    full = [m for m in ("cel-full",) if m in modes]
     pairs = [(m, "cel") for m in (*ours, *floors)]
     if "after" in modes and "floor-patch" in modes:
         pairs.append(("after", "floor-patch"))
-    return [*ours, "cel", *floors], pairs
+    if full:
+        pairs += [(m, "cel-full") for m in ("after", "floor-patch") if m in modes]
+        pairs.append(("cel-full", "cel"))
+    return [*ours, "cel", *full, *floors], pairs
 
 
 def _round_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
@@ -861,13 +956,13 @@ def _side_by_side(what: str, mode: str, peer: str, ours: list[float], theirs: li
     )
 
 
-def floor_lines(levels: dict[int, Samples]) -> list[str]:
-    """The floor webhook against the CEL peer, and ours against the floor with our patch."""
+def peer_lines(levels: dict[int, Samples]) -> list[str]:
+    """Every comparison but the goals' (ours against the CEL peer): the floor and full CEL peers."""
     modes = list(next(iter(levels.values())))
     _, pairs = compared(modes)
     lines = []
     for mode, peer in pairs:
-        if mode not in FLOORS and peer not in FLOORS:
+        if (mode, peer) in (("before", "cel"), ("after", "cel")):
             continue
         for clients, samples in levels.items():
             what = f"added p50 at {clients} client{'s' if clients > 1 else ''}"
@@ -932,6 +1027,15 @@ def report(
             if "floor" in modes
             else ""
         )
+        + (
+            "`cel-full`: the CEL peer doing all of our mutation (a MutatingAdmissionPolicy "
+            "generated at set-up from the same captured patch: each operation a CEL `JSONPatch` "
+            "of the same path and value, unconditional; the `cel` peer's DGP001 "
+            "ValidatingAdmissionPolicy and matchConditions; no warnings, which a "
+            "MutatingAdmissionPolicy cannot return), storing the same scheduler spec as `after`. "
+            if "cel-full" in modes
+            else ""
+        )
         + "`fixed`: the GPU example after `dask-gpu-parity fix --nodes` "
         "(this ground's Nodes), in the `after` namespace. Rounds interleave the modes (order "
         "rotating per round); p50 "
@@ -947,13 +1051,13 @@ def report(
         "",
         *(
             [
-                "The webhook peers, side by side in this run (medians of the rounds, their "
+                "The peers, side by side in this run (medians of the rounds, their "
                 "min-max in brackets):",
                 "",
-                *floor_lines(levels),
+                *peer_lines(levels),
                 "",
             ]
-            if "floor" in modes
+            if "floor" in modes or "cel-full" in modes
             else []
         ),
         "Each round (ms; added is the mode minus `none` in the same round; CPU per create is "

@@ -17,9 +17,10 @@ from benchmarks.admission_latency import (
     Samples,
     _round_lines,
     added,
+    cel_literal,
     compared,
-    floor_lines,
     goals,
+    peer_lines,
     ratios,
     report,
 )
@@ -98,7 +99,7 @@ def test_floor_modes_are_compared_with_the_peer_and_ours_with_the_floor() -> Non
         ("floor-patch", "cel"),
         ("after", "floor-patch"),
     ]
-    lines = floor_lines(levels)
+    lines = peer_lines(levels)
     assert lines[0].startswith("- added p50 at 1 client: `floor` 2.0 ms (2.0 to 2.0), `cel` 1.0")
     assert "**2.0x**" in lines[0]
     # CPU: floor adds 3 ms per create, the peer 2 ms; ours 6 ms, the floor with our patch 4 ms
@@ -108,3 +109,47 @@ def test_floor_modes_are_compared_with_the_peer_and_ours_with_the_floor() -> Non
     # The round table: none, after, cel, floor, floor-patch, then the four ratios.
     round_0 = "| 1 | 0 | 5.0 | 4.0 | 1.0 | 2.0 | 3.0 | 4.0 | 2.0 | 3.0 | 1.3 |"
     assert round_0 in "\n".join(_round_lines(levels, list(levels[1])))
+
+
+def test_the_full_cel_peer_is_compared_with_ours_the_floor_and_the_peer() -> None:
+    levels = {c: samples(none=[5, 6, 7], after=[9, 9, 10], cel=[6, 8, 8]) for c in (1, 10)}
+    for rounds in levels.values():
+        rounds["cel-full"] = [run(v, 9.0) for v in (7, 8, 9)]  # adds 2 ms and 3 ms of CPU
+        rounds["floor"] = [run(v, 9.0, 100) for v in (7, 8, 9)]
+        rounds["floor-patch"] = [run(v, 10.0, 100) for v in (8, 8, 9)]
+    shown, pairs = compared(list(levels[1]))
+    assert shown == ["after", "cel", "cel-full", "floor", "floor-patch"]
+    assert pairs[-3:] == [("after", "cel-full"), ("floor-patch", "cel-full"), ("cel-full", "cel")]
+    lines = peer_lines(levels)
+    assert not any(
+        line.startswith("- added p50 at 1 client: `after`") and "`cel` " in line for line in lines
+    )
+    # ours adds 6 ms of CPU, the full CEL peer 3 ms, the CEL peer 2 ms
+    assert "`after` 6.0 ms (6.0 to 6.0), `cel-full` 3.0 ms (3.0 to 3.0): **2.0x**" in lines[11]
+    assert "`cel-full` 3.0 ms (3.0 to 3.0), `cel` 2.0 ms (2.0 to 2.0): **1.5x**" in lines[17]
+    # Round 0 at 1 client: added p50 after 4, cel 1, cel-full 2, floor 2, floor-patch 3; then
+    # the ratios after/cel, floor/cel, floor-patch/cel, after/floor-patch, after/cel-full,
+    # floor-patch/cel-full, cel-full/cel.
+    round_0 = (
+        "| 1 | 0 | 5.0 | 4.0 | 1.0 | 2.0 | 2.0 | 3.0 | 4.0 | 2.0 | 3.0 | 1.3 | 2.0 | 1.5 | 2.0 |"
+    )
+    assert round_0 in "\n".join(_round_lines(levels, list(levels[1])))
+
+
+@pytest.mark.parametrize(
+    ("value", "literal"),
+    [
+        ({"nvidia.com/gpu": "1"}, '{"nvidia.com/gpu": "1"}'),
+        (["a", "b"], '["a", "b"]'),
+        (
+            {"runAsUser": 65532, "runAsNonRoot": True},
+            '{"runAsUser": dyn(65532), "runAsNonRoot": dyn(true)}',
+        ),
+        ([{"name": "x"}], '[dyn({"name": "x"})]'),
+        ({"a": None, "b": 1.5}, '{"a": dyn(null), "b": dyn(1.5)}'),
+        ('say "hi"', '"say \\"hi\\""'),
+    ],
+    ids=["strings", "string-list", "mixed-scalars", "list-of-maps", "null-float", "escaped"],
+)
+def test_cel_literals_are_homogeneous_or_dyn(value: Any, literal: str) -> None:
+    assert cel_literal(value) == literal
