@@ -164,8 +164,10 @@ class DriftChecks:
             },
             "spec": {"template": {"spec": deployment.template()}},
         }
+        found = cluster.body()
+        found["metadata"]["name"] = key[1]  # the store's copy, which the verdicts keep
         report = self.stores.specs.check(
-            cluster.body(), body, policy, self.operator.inventory(), self.operator.device_classes()
+            found, body, policy, self.operator.inventory(), self.operator.device_classes()
         )
         if report is None or not report.new:
             return
