@@ -3,19 +3,20 @@
 Usage: python -m benchmarks.drift_memory --sizes 5000/1000/10000,15000/3000/30000 --rounds 3
            [--tree before=/tmp/before/operator] [--tree after=operator]
 
-Each run is a fresh interpreter (``--one GPU/CPU/CLUSTERS``) that imports what the operator
-imports (the webhook server, kopf), then receives GPU and CPU nodes, GPU DaskClusters and their
-scheduler Deployments as LIST pages of 500 objects: JSON bytes made one page at a time and decoded
-with ``json.loads``, as ``informer.py`` decodes them, never a list of every object. DaskCluster
-and Deployment pages alternate (their informers run side by side) and the event loop turns
-between pages, so checks run while the lists do. Events go to a real ``EventPoster`` that is
-never run: its queue holds what a first pass queues (at most ``events.QUEUE``), as it would while
-the API server takes 50 a second. At the end of the first pass the run reports VmHWM and VmRSS
-(``/proc/self/status``), and with ``--trace`` the Python heap kept and its peak (tracemalloc,
-which costs memory of its own: a traced run's VmHWM is not reported). ``--tree NAME=DIR`` runs
-the package from another checkout's ``operator/`` directory (a before and after, side by side);
-the sweep reports medians. ``benchmarks/scale.py`` measures the whole operator on the proving
-ground; this leaves out the API client's buffers and the metrics and webhook threads.
+Each run is a fresh interpreter (``--one GPU/CPU/CLUSTERS``) that imports what the operator imports
+(the webhook server, kopf), then receives GPU and CPU nodes, GPU DaskClusters and their scheduler
+Deployments as LIST pages of 500 objects: JSON bytes made one page at a time and decoded with
+``json.loads``, as ``informer.py`` decodes them, never a list of every object. DaskCluster and
+Deployment pages alternate (their informers run side by side) and the event loop turns between
+pages, so checks run while the lists do. Events go to a real ``EventPoster`` that is never run: its
+queue holds what a first pass queues (at most ``events.QUEUE``), as it would while the API server
+takes 50 a second; so does a real ``PolicyReports`` (as the operator runs by default): each GPU
+cluster's report is wanted, and few are written during a first pass. At the end of the first pass
+the run reports VmHWM and VmRSS (``/proc/self/status``), and with ``--trace`` the Python heap kept
+and its peak (tracemalloc, which costs memory of its own: a traced run's VmHWM is not reported).
+``--tree NAME=DIR`` runs the package from another checkout's ``operator/`` directory (a before and
+after, side by side); the sweep reports medians. ``benchmarks/scale.py`` measures the whole operator
+on the proving ground; this leaves out the API client's buffers and the metrics and webhook threads.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ async def first_pass(
     from dask_gpu_parity.admission.runtime.driftstore import CLUSTERS, DEPLOYMENTS, PODS
     from dask_gpu_parity.admission.runtime.driftwatch import DriftWatch
     from dask_gpu_parity.admission.runtime.events import EventPoster
+    from dask_gpu_parity.admission.runtime.reports import PolicyReports
     from dask_gpu_parity.admission.runtime.state import OperatorState, Options
 
     figures: dict[str, Any] = {"imported_rss_mib": round(status_mib()["VmRSS"], 1)}
@@ -152,7 +154,8 @@ async def first_pass(
     async def patch(namespace: str, name: str, ops: list[Any]) -> None:
         pass
 
-    watch = DriftWatch(state, poster, patch)
+    reports = PolicyReports(None)  # type: ignore[arg-type]  # never run: every report wanted
+    watch = DriftWatch(state, poster, patch, reports)
     state.drift = watch
     sinks, feeds = dict(state.sinks()), dict(watch.sinks())
     task = asyncio.create_task(watch.run())
