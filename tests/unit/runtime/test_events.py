@@ -122,3 +122,29 @@ def test_a_named_event_on_a_part_of_a_pod_is_posted_once() -> None:
     }
     assert generated["metadata"] == {"generateName": "p.", "namespace": "team"}
     assert poster.counts() == EventCounts(posted=2, existing=2)  # none failed
+
+
+def test_a_message_naming_its_object_is_posted_whole_and_its_rest_shared() -> None:
+    poster = EventPoster(Api())  # type: ignore[arg-type]
+    refs = [{**REF, "metadata": {**REF["metadata"], "name": f"cl-{i}"}} for i in range(3)]
+    rest = " lacks GPU parity (ucx-env): set UCX_TLS"
+    for ref in refs:
+        name = ref["metadata"]["name"]
+        poster.post(ref, "Warning", "ParityDrift", f"Scheduler Deployment {name}-scheduler{rest}")
+    poster.post(refs[0], "Normal", "Other", "no name in it")
+    queued = list(poster._queue._queue)  # type: ignore[attr-defined]
+    assert queued[0].message[1] is queued[2].message[1]  # one copy of what follows the name
+    api = Api()
+    poster.api = api  # type: ignore[assignment]
+    asyncio.run(_drain(poster, 4))
+    messages = [body["message"] for _, body in api.bodies]
+    assert messages == [
+        *(f"Scheduler Deployment cl-{i}-scheduler{rest}" for i in range(3)),
+        "no name in it",
+    ]
+    assert [body["involvedObject"]["name"] for _, body in api.bodies] == [
+        "cl-0",
+        "cl-1",
+        "cl-2",
+        "cl-0",
+    ]

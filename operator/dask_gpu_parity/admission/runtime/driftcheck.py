@@ -109,6 +109,9 @@ class DriftChecks:
         self.checks = 0
         self.quiet = True  # during the first pass, which sums up in one line: no line per drift
         self._repairs: set[asyncio.Task[None]] = set()
+        # The outcomes of the last findings reported without a mismatch (they depend on nothing
+        # else), shared by the next cluster whose verdict, shared too, has the same findings.
+        self._outcomes: tuple[object, tuple[Outcome, ...]] = (None, ())
 
     def check(self, key: Key, what: int) -> None:
         """Check a cluster's spec, placement or both (``SPEC``, ``PLACEMENT``)."""
@@ -146,9 +149,13 @@ class DriftChecks:
             return
         subject = Subject(DASK_API_VERSION, "DaskCluster", key[0], key[1], cluster.uid)
         mismatch = self.stores.places.mismatch(*key)
-        self.reports.update(
-            subject, reports.outcomes(findings, mismatch, repairing=policy.drift.repair)
-        )
+        if mismatch is None and findings is self._outcomes[0]:
+            found = self._outcomes[1]  # the same verdict's: one copy for every such cluster
+        else:
+            found = reports.outcomes(findings, mismatch, repairing=policy.drift.repair)
+            if mismatch is None:
+                self._outcomes = (findings, found)
+        self.reports.update(subject, found)
 
     def _check_spec(self, key: Key, cluster: StoredCluster, policy: Policy) -> None:
         deployment = self.stores.deployment(key)
@@ -164,8 +171,10 @@ class DriftChecks:
             },
             "spec": {"template": {"spec": deployment.template()}},
         }
+        found = cluster.body()
+        found["metadata"]["name"] = key[1]  # the store's copy, which the verdicts keep
         report = self.stores.specs.check(
-            cluster.body(), body, policy, self.operator.inventory(), self.operator.device_classes()
+            found, body, policy, self.operator.inventory(), self.operator.device_classes()
         )
         if report is None or not report.new:
             return

@@ -9,8 +9,7 @@ reported per scheduler pod (``podevents.py``); the verdicts so far. Each change 
 from __future__ import annotations
 
 import functools
-import json
-import zlib
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +25,7 @@ from dask_gpu_parity.names import (
     SKIP_ANNOTATION,
 )
 
+from .blobs import Packer
 from .informer import Callbacks, Resource, Sink, object_key
 
 __all__ = [
@@ -51,15 +51,10 @@ SPEC, PLACEMENT = 1, 2  # what to check again: flags of a mark
 Key = tuple[str, str]  # (namespace, DaskCluster name)
 
 
-def _pack(value: Any) -> bytes:
-    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 1)
+_CLUSTER_BLOBS, _TEMPLATE_BLOBS = Packer(), Packer()  # one dictionary each, for the process
 
 
-def _unpack(blob: bytes) -> Any:
-    return json.loads(zlib.decompress(blob))
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredCluster:
     """A DaskCluster as the drift watch keeps it."""
 
@@ -74,11 +69,11 @@ class StoredCluster:
 
     def body(self) -> dict[str, Any]:
         """The DaskCluster as stored (without the scheduler's pod spec)."""
-        found: dict[str, Any] = _unpack(self.blob)
+        found: dict[str, Any] = _CLUSTER_BLOBS.unpack(self.blob)
         return found
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredDeployment:
     """A scheduler Deployment as the drift watch keeps it."""
 
@@ -90,11 +85,11 @@ class StoredDeployment:
 
     def template(self) -> dict[str, Any]:
         """The pod template's spec."""
-        found: dict[str, Any] = _unpack(self.blob)
+        found: dict[str, Any] = _TEMPLATE_BLOBS.unpack(self.blob)
         return found
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredPod:
     """A Dask pod bound to a node."""
 
@@ -195,7 +190,7 @@ class DriftStores:
     def put_cluster(self, obj: Mapping[str, Any]) -> None:
         """A DaskCluster listed, added or changed."""
         meta = as_map(obj.get("metadata"))
-        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        key = (sys.intern(str(meta.get("namespace", ""))), str(meta.get("name", "")))
         spec = dict(as_map(obj.get("spec")))
         scheduler = dict(as_map(spec.get("scheduler")))
         scheduler.pop("spec", None)  # the Deployment's template stands in for it
@@ -207,7 +202,7 @@ class DriftStores:
             "spec": spec,
         }
         skip = str(as_map(meta.get("annotations")).get(SKIP_ANNOTATION, "")).lower() == "true"
-        record = StoredCluster(str(meta.get("uid", "")), skip, _pack(minimal))
+        record = StoredCluster(str(meta.get("uid", "")), skip, _CLUSTER_BLOBS.pack(minimal))
         if self._clusters.get(key) == record:
             return  # a status or annotation update of the dask operator
         self._clusters[key] = record
@@ -234,10 +229,12 @@ class DriftStores:
         cluster = as_map(meta.get("labels")).get(CLUSTER_NAME_LABEL)
         if not isinstance(cluster, str):
             return
-        key = (str(meta.get("namespace", "")), cluster)
+        key = (sys.intern(str(meta.get("namespace", ""))), cluster)
         template = as_map(as_map(as_map(obj.get("spec")).get("template")).get("spec"))
         name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-        record = StoredDeployment(key, name, uid, meta.get("generation"), _pack(template))
+        record = StoredDeployment(
+            key, name, uid, meta.get("generation"), _TEMPLATE_BLOBS.pack(template)
+        )
         if self._deployments.get(key) == record:
             return  # a status update (replicas, conditions)
         self._deployments[key] = record

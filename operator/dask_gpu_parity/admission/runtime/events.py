@@ -7,6 +7,12 @@ API server is not flooded, and posting does not take the CPU the first pass need
 is full drops new Events (counted); a failed post is logged and dropped: an Event is a notice,
 the metrics stay right either way. An Event posted with a ``name`` of its own that the API
 server already has (409 AlreadyExists: posted before the operator restarted) counts as there.
+
+A queued Event is kept small, as a first pass may queue ``QUEUE`` of them: the object it is about
+as a tuple of the strings its reference already holds, the time as a number, and the message
+without the object's own name, whose rest is shared by every object with the same message (a
+drift verdict shared by thousands of clusters stamped from one template). The Event's body is
+built when it is posted.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ __all__ = ["MAX_MESSAGE", "EventCounts", "EventPoster", "Events", "TokenBucket"]
 log = logging.getLogger("dask_gpu_parity")
 WORKERS = 4
 RATE, BURST = 50.0, 100  # Events a second, and how many may go at once
-QUEUE = 20_000  # Events waiting at most (about 1 KB each)
+QUEUE = 20_000  # Events waiting at most (about 300 bytes each, and the message's shared rest)
+_SHARED = 4096  # message rests kept for sharing (forgotten all at once when there are more)
 MAX_MESSAGE = 1024  # what kubectl and the Events API are comfortable with
 
 
@@ -95,13 +102,20 @@ class Events(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _Queued:
-    ref: Mapping[str, Any]
+    involved: tuple[Any, Any, Any, Any, Any]  # apiVersion, kind, name, namespace, uid
     type_: str
     reason: str
-    message: str
-    now: str
+    message: tuple[str, str] | str  # (before, after) the object's name, or the whole message
+    now: float  # time.time() when queued
     name: str | None
     field_path: str | None
+
+    def text(self) -> str:
+        """The message."""
+        if isinstance(self.message, str):
+            return self.message
+        before, after = self.message
+        return f"{before}{self.involved[2]}{after}"
 
 
 class EventPoster:
@@ -112,6 +126,7 @@ class EventPoster:
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue(QUEUE)
         self._bucket = TokenBucket(rate, burst)
         self._instance = socket.gethostname()
+        self._shared: dict[str, str] = {}  # message parts, one copy each
         self.posted = 0
         self.existing = 0
         self.failed = 0
@@ -138,11 +153,37 @@ class EventPoster:
                 is taken (409) counts as posted before, not as a failure.
             field_path: the part of the object, e.g. ``spec.initContainers{gpu-parity-check}``.
         """
-        now = dt.datetime.now(dt.UTC).isoformat()
-        try:
-            self._queue.put_nowait(_Queued(ref, type_, reason, message, now, name, field_path))
-        except asyncio.QueueFull:
+        if self._queue.full():
             self.dropped += 1
+            return
+        meta = ref.get("metadata", {})
+        involved = (
+            ref.get("apiVersion"),
+            ref.get("kind"),
+            meta.get("name"),
+            meta.get("namespace"),
+            meta.get("uid"),
+        )
+        queued = _Queued(
+            involved,
+            type_,
+            reason,
+            self._parts(message, involved[2]),
+            time.time(),
+            name,
+            field_path,
+        )
+        self._queue.put_nowait(queued)
+
+    def _parts(self, message: str, name: Any) -> tuple[str, str] | str:
+        """The message as what comes before and after the object's name, each part shared."""
+        if not isinstance(name, str) or not name or name not in message:
+            return message
+        before, _, after = message.partition(name)
+        if len(self._shared) >= _SHARED:
+            self._shared.clear()
+        before = self._shared.setdefault(before, before)
+        return before, self._shared.setdefault(after, after)
 
     def counts(self) -> EventCounts:
         """What became of the Events so far."""
@@ -151,29 +192,29 @@ class EventPoster:
         )
 
     def _body(self, queued: _Queued) -> dict[str, Any]:
-        ref, message = queued.ref, queued.message
-        meta = ref.get("metadata", {})
+        message = queued.text()
         if len(message) > MAX_MESSAGE:
             message = message[: MAX_MESSAGE - 3] + "..."
+        api_version, kind, name, namespace, uid = queued.involved
         named = (
             {"name": queued.name}
             if queued.name
-            else {"generateName": f"{meta.get('name', 'dask')}."}
+            else {"generateName": f"{'dask' if name is None else name}."}
         )
         involved = {
-            "apiVersion": ref.get("apiVersion"),
-            "kind": ref.get("kind"),
-            "name": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "uid": meta.get("uid"),
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
         }
         if queued.field_path:
             involved["fieldPath"] = queued.field_path
-        now = queued.now
+        now = dt.datetime.fromtimestamp(queued.now, dt.UTC).isoformat()
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {**named, "namespace": meta.get("namespace")},
+            "metadata": {**named, "namespace": namespace},
             "involvedObject": involved,
             "type": queued.type_,
             "reason": queued.reason,
