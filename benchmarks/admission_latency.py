@@ -917,15 +917,23 @@ def _cpu_round_lines(levels: dict[int, Samples], modes: list[str]) -> list[str]:
     return lines
 
 
+def _compared(ours: list[float], theirs: list[float]) -> tuple[float, str]:
+    """The ratio of the two medians, and the rounds' own ratios (range, median) as words."""
+    (ratio,) = ratios([statistics.median(ours)], [statistics.median(theirs)])
+    each = ratios(ours, theirs)
+    return (
+        ratio,
+        f"the rounds' own ratios {spread(each, times)}, median {times(statistics.median(each))}",
+    )
+
+
 def _against_peer(what: str, ours: list[float], peer: list[float], rounds: str = "") -> str:
     """One goal's line: our median and the CEL peer's, their ratio against 2x, the rounds'."""
-    (ratio,) = ratios([statistics.median(ours)], [statistics.median(peer)])
-    each = ratios(ours, peer)
+    ratio, each = _compared(ours, peer)
     return (
         f"- {what}: {ms(statistics.median(ours))} ms ours, {ms(statistics.median(peer))} ms the "
         f"CEL peer's{rounds}: **{times(ratio)}x** (target at most 2x: "
-        f"**{'met' if ratio <= 2 else 'missed'}**); the rounds' own ratios "
-        f"{spread(each, times)}, median {times(statistics.median(each))}"
+        f"**{'met' if ratio <= 2 else 'missed'}**); {each}"
     )
 
 
@@ -947,12 +955,10 @@ def goals(levels: dict[int, Samples]) -> list[str]:
 
 def _side_by_side(what: str, mode: str, peer: str, ours: list[float], theirs: list[float]) -> str:
     """One comparison's line: both medians, their ratio, the rounds' own ratios."""
-    (ratio,) = ratios([statistics.median(ours)], [statistics.median(theirs)])
-    each = ratios(ours, theirs)
+    ratio, each = _compared(ours, theirs)
     return (
         f"- {what}: `{mode}` {ms(statistics.median(ours))} ms ({spread(ours)}), `{peer}` "
-        f"{ms(statistics.median(theirs))} ms ({spread(theirs)}): **{times(ratio)}x**; the "
-        f"rounds' own ratios {spread(each, times)}, median {times(statistics.median(each))}"
+        f"{ms(statistics.median(theirs))} ms ({spread(theirs)}): **{times(ratio)}x**; {each}"
     )
 
 
