@@ -34,17 +34,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.procfs import proc_status
+
 PAGE = 500  # objects per LIST page, as informer.PAGE_SIZE
 
 
 def status_mib() -> dict[str, float]:
     """VmHWM and VmRSS of this process, MiB."""
-    found = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        field, _, value = line.partition(":")
-        if field in ("VmHWM", "VmRSS"):
-            found[field] = int(value.split()[0]) / 1024
-    return found
+    return {field: value / 2**20 for field, value in proc_status("self").items()}
 
 
 def template_objects(gpu: int, cpu: int, clusters: int) -> dict[str, Any]:

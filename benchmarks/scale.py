@@ -72,6 +72,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from benchmarks import results
+from benchmarks.procfs import proc_status
 from provingground import (
     POOL_LABEL,
     POOLS,
@@ -308,15 +309,6 @@ def grow_clusters(cp: ControlPlane, size: Size) -> float:
 
 
 # -- one operator run ---------------------------------------------------------------------------
-
-
-def proc_status(pid: int) -> dict[str, int]:
-    out = {}
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                out[line.split(":")[0]] = int(line.split()[1]) * 1024
-    return out
 
 
 def cpu_seconds(pid: int) -> float:
