@@ -3,7 +3,7 @@
 # `docker build --target probe -t dask-gpu-parity-probe .`.
 #
 # Stage 1 builds the package as a wheel; the final stage installs that wheel (with the
-# `operator` extra) into a virtual environment from prebuilt wheels only, so the image has no
+# `in-cluster` extra: the operator in a Pod, without the Kubernetes client) into a virtual environment from prebuilt wheels only, so the image has no
 # compilers, no build tools and no source tree. tests/chart/test_dockerfile.py runs the same
 # pip commands in a fresh venv, and lints this file with hadolint.
 #
@@ -51,14 +51,14 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 # --only-binary=:all: fails the build rather than compile anything in this stage.
 RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     python -m venv "$VIRTUAL_ENV" \
- && "$VIRTUAL_ENV/bin/pip" install --only-binary=:all: "$(echo /dist/dask_gpu_parity-*.whl)[operator]" \
+ && "$VIRTUAL_ENV/bin/pip" install --only-binary=:all: "$(echo /dist/dask_gpu_parity-*.whl)[in-cluster]" \
  && "$VIRTUAL_ENV/bin/pip" uninstall --yes pip \
  && dask-gpu-parity --version \
  && echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/usr/sbin/nologin' >>/etc/passwd \
  && echo 'nonroot:x:65532:' >>/etc/group
 # A numeric non-root user (the chart's runAsUser); it owns nothing in the image. Its passwd entry
-# is there because kopf names the operator after getpass.getuser() unless POD_ID is set, and the
-# Kubernetes client looks for a home directory: without one, `docker run IMAGE run` stops there.
+# is there because kopf names the operator after getpass.getuser() unless POD_ID is set: without
+# one, `docker run IMAGE run` stops there.
 USER 65532:65532
 EXPOSE 9443 8080 8081
 # kopf's liveness endpoint (the chart uses its own probes; this is for `docker run`).

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import socket
 import urllib.parse
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 
 from dask_gpu_parity.admission.decide.configurations import WebhookValues, configurations
+from dask_gpu_parity.admission.runtime import kube
 from dask_gpu_parity.manifests import InputError
 
 from .args import RunArgs, WebhookConfigArgs
@@ -24,56 +24,15 @@ from .args import RunArgs, WebhookConfigArgs
 __all__ = ["api_server", "run", "webhook_config"]
 
 EXIT_OK = 0
-_SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 _CONNECT_TIMEOUT_S = 5.0
-
-
-def _kubeconfig_server() -> str:
-    """The API server URL of the kubeconfig's current context, as kubectl would pick it."""
-    env = os.environ.get("KUBECONFIG", "")
-    paths = [p for p in env.split(os.pathsep) if p] or [str(Path.home() / ".kube" / "config")]
-    found = [p for p in paths if os.path.isfile(p)]
-    if not found:
-        raise InputError(
-            "run: no cluster configuration: not in a pod (no KUBERNETES_SERVICE_HOST) and no "
-            f"kubeconfig at {', '.join(paths)}: set KUBECONFIG or run it in the cluster"
-        )
-    configs: list[dict[str, Any]] = []
-    for path in found:
-        try:
-            with open(path, "rb") as handle:
-                data = yaml.safe_load(handle.read(2**24))
-        except (OSError, yaml.YAMLError, ValueError, RecursionError) as exc:
-            raise InputError(f"run: cannot read the kubeconfig {path}: {exc}") from exc
-        configs.append(data if isinstance(data, dict) else {})
-    current = next((c["current-context"] for c in configs if c.get("current-context")), None)
-    if not current:
-        raise InputError(f"run: the kubeconfig ({', '.join(found)}) sets no current-context")
-
-    def named(key: str, name: str) -> dict[str, Any]:
-        for config in configs:
-            for entry in config.get(key) or []:
-                if isinstance(entry, dict) and entry.get("name") == name:
-                    value = entry.get(key.removesuffix("s"))
-                    return value if isinstance(value, dict) else {}
-        raise InputError(f"run: the kubeconfig has no {key.removesuffix('s')} named {name!r}")
-
-    cluster = named("clusters", str(named("contexts", current).get("cluster", "")))
-    server = cluster.get("server")
-    if not isinstance(server, str) or not server:
-        raise InputError(f"run: the kubeconfig's cluster for context {current!r} has no server")
-    return server
 
 
 def api_server() -> str:
     """The API server URL the operator will use; InputError when there is none."""
-    host, port = (
-        os.environ.get("KUBERNETES_SERVICE_HOST"),
-        os.environ.get("KUBERNETES_SERVICE_PORT", "443"),
-    )
-    if host and _SERVICE_ACCOUNT.is_file():
-        return f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
-    return _kubeconfig_server()
+    try:
+        return kube.load().server
+    except kube.ConfigError as exc:
+        raise InputError(f"run: {exc}") from exc
 
 
 def _reachable(server: str) -> None:
