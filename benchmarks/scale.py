@@ -555,7 +555,9 @@ def measure(
         api,
         args.run_dir / "logs" / f"{mode}-{size.gpu}",
         drift=mode in ("drift", "before"),
-        executable=args.operator_bin,
+        executable=(args.before_bin or args.operator_bin)
+        if mode == "before"
+        else args.operator_bin,
     )
     op.log_path.parent.mkdir(parents=True, exist_ok=True)
     op.owns_crd = False
@@ -716,6 +718,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="the dask-gpu-parity executable (default: this venv's); e.g. from a venv with only "
         "the 'operator' extra, as the image has",
+    )
+    parser.add_argument(
+        "--before-bin",
+        type=Path,
+        help="the executable for mode 'before' (default: --operator-bin's), when the earlier "
+        "commit installs other packages (e.g. a venv of its own extras)",
     )
     parser.add_argument("--run-dir", type=Path)
     parser.add_argument("--write", type=Path, help="put the table into this Markdown file")
