@@ -232,6 +232,16 @@ def test_kubeconfig_paths_are_kubectls() -> None:
     assert kube.kubeconfig_paths({}) == [Path.home() / ".kube" / "config"]
 
 
+def test_no_home_directory_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A numeric user without a passwd entry and no HOME: Path.home() raises RuntimeError.
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    with pytest.raises(ConfigError, match="no KUBECONFIG and no home directory"):
+        kube.load({})
+
+
 def _exec_user(tmp_path: Path) -> dict[str, Any]:
     """A user whose token an exec plugin prints, as client-go's credential plugins do."""
     plugin = tmp_path / "plugin.py"

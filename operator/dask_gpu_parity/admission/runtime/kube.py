@@ -122,7 +122,15 @@ def in_cluster(
 def kubeconfig_paths(env: Mapping[str, str] = os.environ) -> list[Path]:
     """The kubeconfig files kubectl reads: ``$KUBECONFIG``'s list, else ``~/.kube/config``."""
     listed = [Path(p) for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
-    return listed or [Path.home() / ".kube" / "config"]
+    if listed:
+        return listed
+    try:
+        return [Path.home() / ".kube" / "config"]
+    except RuntimeError as exc:  # no HOME and no passwd entry, as for a numeric user
+        raise ConfigError(
+            "no cluster configuration: not in a pod (no KUBERNETES_SERVICE_HOST), no KUBECONFIG "
+            f"and no home directory ({exc}): set KUBECONFIG or run it in the cluster"
+        ) from exc
 
 
 class _Kubeconfig:
