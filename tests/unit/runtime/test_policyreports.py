@@ -197,6 +197,23 @@ def test_an_update_that_arrives_while_its_report_is_being_deleted_writes_it_agai
     assert list(fake.stored) == ["team/dask-gpu-parity-uid-a"]
 
 
+def test_a_removal_said_before_the_reports_are_read_back_still_deletes() -> None:
+    """The drift watch may report a cluster gone while the writer still lists what is stored:
+    the report found by that LIST must go, without waiting for the first pass's sweep."""
+    fake = FakeApi()
+    before = policy_report(subject("a"), [passed("ok")], 1)
+    fake.stored[f"team/{before['metadata']['name']}"] = before
+
+    def script(writer: reports.PolicyReports) -> None:
+        writer.remove(("team", "a"))  # before the writer has run at all
+        writer.remove(("team", "never-reported"))  # nothing stored: nothing to delete
+
+    writer = asyncio.run(running(fake, script, lambda w: w.deleted >= 1))
+    assert fake.stored == {}
+    assert fake.writes() == [("DELETE", "dask-gpu-parity-uid-a")]
+    assert writer.counts().pending == 0
+
+
 def test_a_cluster_recreated_under_its_name_gets_a_new_report_and_loses_the_old() -> None:
     fake = FakeApi()
 

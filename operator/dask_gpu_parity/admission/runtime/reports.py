@@ -98,6 +98,7 @@ class PolicyReports:
         self._wake = asyncio.Event()
         self._reported: set[Key] = set()  # keys with a report wanted now
         self._first_pass = asyncio.Event()
+        self._read = False  # our reports on the API server have been read back
         self.served = False
         self.written = self.deleted = self.failed = 0
 
@@ -116,7 +117,9 @@ class PolicyReports:
     def remove(self, key: Key) -> None:
         """The cluster should have no report (gone, opted out, or no GPU workers)."""
         self._reported.discard(key)
-        if key in self._stored or key in self._wanted:
+        if key in self._stored or key in self._wanted or not self._read:
+            # Before the read-back a report may be there that is not known yet: the removal
+            # waits in the queue and, once read back, deletes it if found.
             self._want(key, None)
 
     def first_pass_done(self) -> None:
@@ -190,7 +193,7 @@ class PolicyReports:
                 page = await self.api.get(f"{_API}/{PLURAL}", params)
             except ApiError as exc:
                 log.warning(f"Listing PolicyReports failed: {exc}; every report is written anew")
-                return
+                break
             for item in page.get("items") or []:
                 meta, scope = as_map(item.get("metadata")), as_map(item.get("scope"))
                 key = (str(meta.get("namespace", "")), str(scope.get("name", "")))
@@ -198,7 +201,8 @@ class PolicyReports:
                 self._stored[key] = _Stored(str(meta.get("name", "")), found)
             token = str(as_map(page.get("metadata")).get("continue") or "")
             if not token:
-                return
+                break
+        self._read = True
 
     async def _sweep(self) -> None:
         """After the first pass: delete the reports of clusters with none wanted."""
