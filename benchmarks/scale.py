@@ -717,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
         "--operator-bin",
         type=Path,
         help="the dask-gpu-parity executable (default: this venv's); e.g. from a venv with only "
-        "the 'operator' extra, as the image has",
+        "the 'in-cluster' extra, as the image has",
     )
     parser.add_argument(
         "--before-bin",
