@@ -1,7 +1,7 @@
 """The drift watch's memory for a first pass, in a process of its own fed as the informers feed it.
 
 Usage: python -m benchmarks.drift_memory --sizes 5000/1000/10000,15000/3000/30000 --rounds 3
-           [--tree before=/tmp/before/operator] [--tree after=operator]
+           [--tree before=/tmp/before/operator] [--tree after=operator] [--dra]
 
 Each run is a fresh interpreter (``--one GPU/CPU/CLUSTERS``) that imports what the operator imports
 (the webhook server, kopf), then receives GPU and CPU nodes, GPU DaskClusters and their scheduler
@@ -15,8 +15,11 @@ cluster's report is wanted, and few are written during a first pass. At the end 
 the run reports VmHWM and VmRSS (``/proc/self/status``), and with ``--trace`` the Python heap kept
 and its peak (tracemalloc, which costs memory of its own: a traced run's VmHWM is not reported).
 ``--tree NAME=DIR`` runs the package from another checkout's ``operator/`` directory (a before and
-after, side by side); the sweep reports medians. ``benchmarks/scale.py`` measures the whole operator
-on the proving ground; this leaves out the API client's buffers and the metrics and webhook threads.
+after, side by side); the sweep reports medians. ``--dra``: the API server serves
+``resource.k8s.io/v1`` (as the proving ground's does), so Nodes go through ``DraNodes`` with the
+DeviceClasses and ResourceSlices (none here: the nodes' GPUs are the device plugin's).
+``benchmarks/scale.py`` measures the whole operator on the proving ground; this leaves out the API
+client's buffers and the metrics and webhook threads.
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def cluster_pages(templates: dict[str, Any], clusters: int) -> Iterator[tuple[by
 
 
 async def first_pass(
-    gpu: int, cpu: int, clusters: int, templates: dict[str, Any]
+    gpu: int, cpu: int, clusters: int, templates: dict[str, Any], *, dra: bool = False
 ) -> dict[str, Any]:
     """The first pass of a drift watch fed by pages; what the process holds at its end."""
     from dask_gpu_parity.admission.runtime import state as operator
@@ -154,7 +157,7 @@ async def first_pass(
     reports = PolicyReports(None)  # type: ignore[arg-type]  # never run: every report wanted
     watch = DriftWatch(state, poster, patch, reports)
     state.drift = watch
-    sinks, feeds = dict(state.sinks()), dict(watch.sinks())
+    sinks, feeds = dict(state.sinks(dra=dra)), dict(watch.sinks())
     task = asyncio.create_task(watch.run())
 
     async def feed(sink: Any, body: bytes) -> None:
@@ -191,7 +194,7 @@ async def first_pass(
     return figures
 
 
-def one(size: str, templates: Path, trace: bool) -> dict[str, Any]:
+def one(size: str, templates: Path, trace: bool, dra: bool = False) -> dict[str, Any]:
     """One first pass in this process."""
     from dask_gpu_parity.admission.runtime import server  # noqa: F401 (what the operator imports)
 
@@ -199,24 +202,27 @@ def one(size: str, templates: Path, trace: bool) -> dict[str, Any]:
     objects = json.loads(templates.read_text())[size]
     if trace:
         tracemalloc.start()  # after the imports: what the watch and its input cost
-    figures = asyncio.run(first_pass(gpu, cpu, clusters, objects))
+    figures = asyncio.run(first_pass(gpu, cpu, clusters, objects, dra=dra))
     if trace:
         del figures["VmHWM_mib"], figures["VmRSS_mib"]
     return figures
 
 
-def child(tree: str, size: str, templates: Path, *, trace: bool) -> dict[str, Any]:
+def child(tree: str, size: str, templates: Path, *, trace: bool, dra: bool) -> dict[str, Any]:
     """One run in a fresh interpreter, with the package from ``tree``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH", "")]))
     command = [sys.executable, "-m", "benchmarks.drift_memory", "--one", size]
     command += ["--templates", str(templates)] + (["--trace"] if trace else [])
+    command += ["--dra"] if dra else []
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
 
-def sweep(sizes: list[str], trees: dict[str, str], rounds: int, trace: bool) -> None:
+def sweep(
+    sizes: list[str], trees: dict[str, str], rounds: int, trace: bool, dra: bool = False
+) -> None:
     """Each size: ``rounds`` runs of each tree, interleaved, then one traced run of each."""
     with tempfile.TemporaryDirectory() as scratch:
         templates = Path(scratch, "templates.json")
@@ -227,15 +233,15 @@ def sweep(sizes: list[str], trees: dict[str, str], rounds: int, trace: bool) -> 
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
             for _ in range(rounds):
                 for name, tree in trees.items():
-                    runs[name].append(child(tree, size, templates, trace=False))
+                    runs[name].append(child(tree, size, templates, trace=False, dra=dra))
             for name, tree in trees.items():
-                row: dict[str, Any] = {"size": size, "tree": name}
+                row: dict[str, Any] = {"size": size, "tree": name, "dra": dra}
                 for field in ("VmHWM_mib", "VmRSS_mib"):
                     values = [r[field] for r in runs[name]]
                     row[field] = [statistics.median(values), values]
                 row |= {k: runs[name][0][k] for k in ("imported_rss_mib", "events_queued")}
                 if trace:
-                    traced = child(tree, size, templates, trace=True)
+                    traced = child(tree, size, templates, trace=True, dra=dra)
                     row |= {"kept_mib": traced["kept_mib"], "peak_mib": traced["peak_mib"]}
                 print(json.dumps(row), flush=True)
 
@@ -246,15 +252,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree", action="append", default=[], help="NAME=DIR (operator/)")
     parser.add_argument("--no-trace", action="store_true", help="skip the tracemalloc runs")
+    parser.add_argument(
+        "--dra", action="store_true", help="resource.k8s.io/v1 served: Nodes go through DraNodes"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--templates", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(one(args.one, args.templates, args.trace)))
+        print(json.dumps(one(args.one, args.templates, args.trace, args.dra)))
         return 0
     trees = dict(t.split("=", 1) for t in args.tree) or {"this": "operator"}
-    sweep(args.sizes.split(","), trees, args.rounds, not args.no_trace)
+    sweep(args.sizes.split(","), trees, args.rounds, not args.no_trace, args.dra)
     return 0
 
 

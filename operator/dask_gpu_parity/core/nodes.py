@@ -136,7 +136,7 @@ def _dra_allocatable(
     return counts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GpuNode:
     """What placement needs of one GPU node: from its Node object and its DRA devices."""
 

@@ -4,11 +4,12 @@ Under DRA a node's GPUs are not in its Node object: its driver publishes them in
 and DeviceClasses say which devices are GPUs and by which extended-resource names they are asked
 for. :class:`DraNodes` keeps what :meth:`GpuNode.from_node
 <dask_gpu_parity.core.inventory.GpuNode.from_node>` reads of each (a Node reduced to its name,
-labels, taints, allocatable and readiness; each slice's devices, parsed once) and feeds the
-:class:`~.nodeindex.NodeIndex` one node at a time: a Node or slice event recomputes the nodes it
-touches (its node; every node of its pool when the pool's newest generation changes), never the
-fleet. A DeviceClass change re-reads every node once, after the first complete LIST of classes
-(before it, nodes are read with NVIDIA's catalogue and re-read once the classes are in).
+labels, taints, allocatable and readiness, what a pool's nodes have alike held once; each slice's
+devices, parsed once) and feeds the :class:`~.nodeindex.NodeIndex` one node at a time: a Node or
+slice event recomputes the nodes it touches (its node; every node of its pool when the pool's
+newest generation changes), never the fleet. A DeviceClass change re-reads every node once, after
+the first complete LIST of classes (before it, nodes are read with NVIDIA's catalogue and re-read
+once the classes are in).
 
 The DeviceClasses read from the cluster extend NVIDIA's built-in catalogue, as ``check
 --device-classes`` does. Pure: plain data in and out, no I/O.
@@ -30,12 +31,13 @@ from dask_gpu_parity.core.deviceclasses import (
     device_class,
 )
 from dask_gpu_parity.core.inventory import GpuNode
-from dask_gpu_parity.core.plain import as_list, as_map
+from dask_gpu_parity.core.nodelabels import HeldNode
+from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.slices import Device, slice_devices, slice_home
 
 from .nodeindex import NodeChange, NodeIndex
 
-__all__ = ["DRA_VERSION", "DraNodes", "reduced_node"]
+__all__ = ["DRA_VERSION", "DraNodes"]
 
 DRA_VERSION = "resource.k8s.io/v1"  # what the operator lists and watches
 
@@ -48,25 +50,6 @@ class _Slice:
     pool: tuple[str, str]  # (driver, pool name)
     generation: int
     devices: tuple[Device, ...]
-
-
-def reduced_node(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A Node with only what ``GpuNode.from_node`` reads (kept for every node under DRA)."""
-    meta, spec, status = (as_map(obj.get(k)) for k in ("metadata", "spec", "status"))
-    ready = [c for c in as_list(status.get("conditions")) if as_map(c).get("type") == "Ready"]
-    return {
-        "metadata": {"name": meta.get("name", ""), "labels": dict(as_map(meta.get("labels")))},
-        "spec": {
-            "taints": list(as_list(spec.get("taints"))),
-            "unschedulable": spec.get("unschedulable"),
-        },
-        "status": {
-            "allocatable": dict(as_map(status.get("allocatable"))),
-            "conditions": [
-                {"type": "Ready", "status": as_map(c).get("status")} for c in ready[-1:]
-            ],
-        },
-    }
 
 
 def _typed(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
@@ -117,7 +100,7 @@ class DraNodes:
 
     def __init__(self, index: NodeIndex) -> None:
         self.index = index
-        self._nodes: dict[str, dict[str, Any]] = {}  # reduced Node objects by name
+        self._nodes: dict[str, HeldNode] = {}  # by name
         self._slices: dict[str, _Slice] = {}  # by object key
         self._by_node: dict[str, set[str]] = {}  # node name -> its slices' keys
         self._pools: dict[tuple[str, str], dict[str, int]] = {}  # pool -> slice key -> generation
@@ -134,10 +117,10 @@ class DraNodes:
 
     def node_upserted(self, obj: Mapping[str, Any], name: str) -> list[NodeChange]:
         """A Node was listed, added or changed."""
-        reduced = reduced_node(obj)
-        if self._nodes.get(name) == reduced:
+        held = HeldNode.of(obj)
+        if self._nodes.get(name) == held:
             return []  # a heartbeat: nothing placement reads changed
-        self._nodes[name] = reduced
+        self._nodes[name] = held
         return [self._recompute(name)]
 
     def node_deleted(self, name: str) -> list[NodeChange]:
@@ -260,5 +243,5 @@ class DraNodes:
         if node is None:  # slices of a node not (yet) listed: not in the inventory
             return self.index.delete(name)
         return self.index.upsert(
-            GpuNode.from_node(node, self.devices(name), self.index.classes), name
+            GpuNode.from_node(node.node(), self.devices(name), self.index.classes), name
         )

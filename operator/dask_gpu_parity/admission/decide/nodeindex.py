@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from dask_gpu_parity.core.deviceclasses import NVIDIA_CLASSES, DeviceClasses
 from dask_gpu_parity.core.inventory import DriverClass, GpuNode, Inventory
+from dask_gpu_parity.core.nodelabels import shared_labels, shared_mapping, shared_taints
 from dask_gpu_parity.core.shapes import PER_NODE_LABELS, Shape, own_name_keys, shape_key
 
 __all__ = ["PER_NODE_LABELS", "NodeChange", "NodeIndex"]
@@ -146,6 +147,11 @@ class NodeIndex:
 
 
 def _interned(node: GpuNode) -> GpuNode:
-    """The node with its label strings interned: thousands of nodes share one copy of each."""
-    labels = {sys.intern(k): sys.intern(v) for k, v in node.labels.items()}
-    return dataclasses.replace(node, name=sys.intern(node.name), labels=labels)
+    """The node sharing with its pool what the pool's nodes have alike (``core/nodelabels.py``)."""
+    return dataclasses.replace(
+        node,
+        name=sys.intern(node.name),
+        labels=shared_labels(node.labels, node.name),
+        taints=shared_taints(node.taints),
+        allocatable=shared_mapping(node.allocatable),
+    )
