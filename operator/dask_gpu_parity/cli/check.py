@@ -9,7 +9,7 @@ from dask_gpu_parity.manifests import STDIN, FileError, locate
 from dask_gpu_parity.manifests.report import Located, render, resource_label, summary
 
 from .args import CheckArgs
-from .inputs import evaluate_all, load_cluster, load_inputs, load_policy
+from .inputs import findings_all, load_cluster, load_inputs, load_policy
 
 __all__ = ["check"]
 
@@ -40,7 +40,7 @@ def check(args: CheckArgs, err: TextIO | None = None) -> tuple[str, int]:
     inputs = load_inputs(args.inputs)
     stdin_filename = args.inputs.stdin_filename
     documents = inputs.documents
-    checked = evaluate_all(documents, policy, inventory, classes)
+    checked = findings_all(documents, policy, inventory, classes)
 
     def path_of(name: str) -> str | None:
         return (stdin_filename or None) if name == STDIN else name
@@ -57,7 +57,7 @@ def check(args: CheckArgs, err: TextIO | None = None) -> tuple[str, int]:
             path=path_of(c.document.source.name),
         )
         for c in checked
-        for finding in c.result.findings
+        for finding in c.findings
     ]
     items += [_file_finding(e, stdin_filename) for e in [*inputs.errors, *inputs.notices]]
     counts = summary(items, len(checked), len(documents), len(inputs.parsed) + len(inputs.errors))

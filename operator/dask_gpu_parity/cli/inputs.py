@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from dask_gpu_parity.core.contentkey import spec_key
 from dask_gpu_parity.core.deviceclasses import (
     NVIDIA_CLASSES,
     DeviceClass,
@@ -13,6 +14,7 @@ from dask_gpu_parity.core.deviceclasses import (
     device_class,
 )
 from dask_gpu_parity.core.engine import Result, evaluate
+from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.core.inventory import Inventory
 from dask_gpu_parity.core.plain import as_map
 from dask_gpu_parity.core.policy import Policy, PolicyError
@@ -35,7 +37,9 @@ from .args import InputArgs
 __all__ = [
     "Checked",
     "Inputs",
+    "Judged",
     "evaluate_all",
+    "findings_all",
     "load_cluster",
     "load_inputs",
     "load_policy",
@@ -49,6 +53,15 @@ class Checked:
     document: Document
     dask: DaskResource
     result: Result
+
+
+@dataclass
+class Judged:
+    """One Dask document and the findings about it (``check``'s share of :class:`Checked`)."""
+
+    document: Document
+    dask: DaskResource
+    findings: tuple[Finding, ...]
 
 
 @dataclass
@@ -198,13 +211,10 @@ def load_cluster(
     return classes, inventory
 
 
-def evaluate_all(
+def _dask_documents(
     documents: list[Document],
-    policy: Policy | None,
-    inventory: Inventory | None,
-    classes: DeviceClasses | None = None,
-) -> list[Checked]:
-    """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
+) -> Iterator[tuple[Document, DaskResource, Mapping[str, Any] | None, Sequence[Any]]]:
+    """Each Dask document with its cluster (a worker group's, if present) and its peers."""
     dask_documents = [(doc, dask) for doc in documents if (dask := view(doc.data)) is not None]
     clusters = {
         (dask.namespace_or(), dask.name): doc.data
@@ -212,15 +222,59 @@ def evaluate_all(
         if dask.kind == "DaskCluster" and dask.deployer == DASK_OPERATOR
     }
     everything = [doc.data for doc in documents]  # a chart's scheduler meets its release there
-    checked = []
     for doc, dask in dask_documents:
         cluster = None
         if dask.kind == "DaskWorkerGroup":
             name = as_map(doc.data.get("spec")).get("cluster")
             cluster = clusters.get((dask.namespace_or(), name)) if isinstance(name, str) else None
-        peers = everything if dask.deployer == CHART else ()
-        result = evaluate(
-            doc.data, policy, inventory, cluster=cluster, device_classes=classes, peers=peers
+        yield doc, dask, cluster, everything if dask.deployer == CHART else ()
+
+
+def evaluate_all(
+    documents: list[Document],
+    policy: Policy | None,
+    inventory: Inventory | None,
+    classes: DeviceClasses | None = None,
+) -> list[Checked]:
+    """Evaluate every Dask document; a worker group is checked with its cluster, if present."""
+    return [
+        Checked(
+            doc,
+            dask,
+            evaluate(
+                doc.data, policy, inventory, cluster=cluster, device_classes=classes, peers=peers
+            ),
         )
-        checked.append(Checked(doc, dask, result))
-    return checked
+        for doc, dask, cluster, peers in _dask_documents(documents)
+    ]
+
+
+def findings_all(
+    documents: list[Document],
+    policy: Policy | None,
+    inventory: Inventory | None,
+    classes: DeviceClasses | None = None,
+) -> list[Judged]:
+    """What :func:`evaluate_all` finds, without the patches ``check`` does not show.
+
+    Documents no rule can tell apart (``core.contentkey.spec_key``: equal but for their names
+    and namespaces; a worker group's cluster too) are evaluated once: a repository stamped from
+    a few templates costs a few evaluations. A chart's documents, read with the rest of their
+    release, are each evaluated.
+    """
+    seen: dict[bytes, tuple[Finding, ...]] = {}
+    judged = []
+    for doc, dask, cluster, peers in _dask_documents(documents):
+        key = None
+        if not peers:
+            key = spec_key(doc.data) + (b"\0" + spec_key(cluster) if cluster is not None else b"")
+        found = seen.get(key) if key is not None else None
+        if found is None:
+            result = evaluate(
+                doc.data, policy, inventory, cluster=cluster, device_classes=classes, peers=peers
+            )
+            found = result.findings
+            if key is not None:
+                seen[key] = found
+        judged.append(Judged(doc, dask, found))
+    return judged
