@@ -2,7 +2,7 @@
 
 Usage, from the repository root:
     python -m benchmarks.check_throughput [--documents 10000] [--repeat 5] [--kubeconform BIN]
-        [--before TREE] [--json FILE]
+        [--before TREE] [--distinct] [--json FILE]
 
 Writes the corpus (one multi-document file, a realistic mix: GPU over TCP and UCX, CPU-only) to a
 temporary folder, then times, side by side in one process, in interleaved rounds (every stage once
@@ -25,6 +25,11 @@ a round; each round starts one stage later than the last):
   ``benchmarks/jsonschema_peer.py`` in a fresh process: PyYAML's libyaml loader and that package
   validating every document against the same converted schema: schema validation alone, as a
   Python tool does it (the reference validator, and the one compiled to Python code).
+
+* ``--distinct``: a corpus whose documents all differ in what the rules read (each cluster its
+  own worker count), not only in their names as a fleet stamped from templates does: ``check``
+  evaluates each distinct content once and walks each distinct text once for its lines, so the
+  templated corpus is its best case and this one its worst (nothing shared).
 
 * ``check-cli-before``: with ``--before TREE``, ``check-cli`` of another source tree (a worktree
   of an earlier commit: its ``operator/`` first on ``PYTHONPATH``), so a change is measured
@@ -65,8 +70,11 @@ from dask_gpu_parity.manifests import Source, parse, yaml11
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def corpus(count: int) -> str:
-    """``count`` DaskCluster documents as users write them: GPU over TCP and UCX, CPU-only."""
+def corpus(count: int, *, distinct: bool = False) -> str:
+    """``count`` DaskCluster documents as users write them: GPU over TCP and UCX, CPU-only.
+
+    They differ in their names; with ``distinct``, in their worker counts too (no two alike).
+    """
     tcp = yaml.safe_load((ROOT / "examples" / "gpu-cluster-tcp.yaml").read_text())
     ucx = yaml.safe_load((ROOT / "examples" / "gpu-cluster-ucx.yaml").read_text())
     cpu = yaml.safe_load((ROOT / "examples" / "cpu-cluster.yaml").read_text())
@@ -75,6 +83,8 @@ def corpus(count: int) -> str:
     for index in range(count):
         doc = copy.deepcopy(templates[index % len(templates)])
         doc["metadata"] = {"name": f"cluster-{index}", "namespace": f"team-{index % 50}"}
+        if distinct:
+            doc["spec"]["worker"]["replicas"] = 1 + index
         docs.append(doc)
     return yaml.safe_dump_all(docs, sort_keys=False)
 
@@ -245,6 +255,11 @@ def main_(argv: list[str] | None = None) -> int:
         type=Path,
         help="a source tree (e.g. a worktree of an earlier commit) whose check-cli runs beside",
     )
+    parser.add_argument(
+        "--distinct",
+        action="store_true",
+        help="documents that all differ in what the rules read (no two evaluations shared)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.documents < 1 or args.repeat < 1:
@@ -258,7 +273,7 @@ def main_(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "corpus.yaml"
-        path.write_text(corpus(args.documents))
+        path.write_text(corpus(args.documents, distinct=args.distinct))
         size = path.stat().st_size
         pieces = yaml11.split(path.read_text()) or []
         stages: tuple[str, ...] = ("pyyaml", "parse", "check", "check-cli", *PEERS)
@@ -281,6 +296,7 @@ def main_(argv: list[str] | None = None) -> int:
         )
     result: dict[str, Any] = {
         "documents": args.documents,
+        "corpus": "distinct" if args.distinct else "templated",
         "corpus_bytes": size,
         "fast_path": sum(piece.fast for piece in pieces),
         "rounds": args.repeat,
@@ -310,7 +326,10 @@ def main_(argv: list[str] | None = None) -> int:
 def report(result: dict[str, Any]) -> None:
     """The figures as a table: medians of the rounds, the CPU spread beside them."""
     n = result["documents"]
-    print(f"corpus: {n} DaskCluster documents, {result['corpus_bytes'] / 2**20:.1f} MiB, one core")
+    print(
+        f"corpus: {n} DaskCluster documents ({result['corpus']}), "
+        f"{result['corpus_bytes'] / 2**20:.1f} MiB, one core"
+    )
     print(f"fast path: {result['fast_path']} of {n} documents; {result['rounds']} rounds")
     load = result["load_average"]
     print(f"load average before: {load[0]:.2f}, after: {load[1]:.2f}")

@@ -19,11 +19,10 @@ from typing import TextIO
 
 from dask_gpu_parity import probe
 from dask_gpu_parity.manifests import InputError
-from dask_gpu_parity.manifests.inplace import Signalled, signals_raise
 from dask_gpu_parity.manifests.report import printable
+from dask_gpu_parity.manifests.signals import Signalled, signals_raise
 
 from .args import Arguments, AuditArgs, CheckArgs, FixArgs, RunArgs, VerifyArgs, parse_args
-from .audit import run_audit
 from .check import check
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -34,12 +33,15 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 def _dispatch(args: Arguments, out: TextIO, err: TextIO) -> int:
     if isinstance(args, VerifyArgs):  # the probe, each flag given passed on as its own
         return probe.main(list(args.probe_argv))
-    # `fix` (ruamel.yaml) and the operator's commands are imported when run, not for `check`.
+    # `fix` (ruamel.yaml), `audit` and the operator's commands are imported when run, not for
+    # `check`.
     if isinstance(args, RunArgs):
         from .operator import run  # noqa: PLC0415 - deferred on purpose (start-up of `check`)
 
         return run(args)
     if isinstance(args, AuditArgs):
+        from .audit import run_audit  # noqa: PLC0415 - deferred on purpose (start-up of `check`)
+
         return run_audit(args, out, err)
     if not isinstance(args, CheckArgs | FixArgs):
         from .operator import webhook_config  # noqa: PLC0415 - deferred on purpose

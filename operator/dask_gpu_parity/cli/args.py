@@ -111,7 +111,7 @@ class AuditArgs:
     context: str | None
     namespace: str | None  # -n; None: the context's namespace
     all_namespaces: bool  # -A
-    output: str  # -o, one of cli.audit_report.AUDIT_FORMATS
+    output: str  # -o, one of cli.audit_parser.AUDIT_FORMATS
     fail_on: Severity
     exit_zero: bool
     request_timeout: float

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .audit_report import AUDIT_FORMATS
+__all__ = ["AUDIT_FORMATS", "add_audit"]
 
-__all__ = ["add_audit"]
+# The report formats (cli/audit_report.py renders them). Here, not there: building the parser
+# for any command must not import the audit machinery (`check`'s start-up).
+AUDIT_FORMATS = ("text", "json", "sarif", "policyreport")
 
 _AUDIT_EPILOG = """\
 examples:

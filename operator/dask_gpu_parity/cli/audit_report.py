@@ -24,9 +24,10 @@ from dask_gpu_parity.manifests.report import printable
 from dask_gpu_parity.manifests.report.sarif import SARIF_LEVEL, sarif_driver
 from dask_gpu_parity.names import DASK_API_VERSION
 
+from .audit_parser import AUDIT_FORMATS
+
 __all__ = ["AUDIT_FORMATS", "audit_chunks", "render_audit"]
 
-AUDIT_FORMATS = ("text", "json", "sarif", "policyreport")
 # What was observed running, as a failing result: (rule, category).
 _OBSERVED = {
     "drift": ("observed-parity", "observed"),

@@ -6,6 +6,7 @@ from typing import TextIO
 
 from dask_gpu_parity.core.findings import Finding
 from dask_gpu_parity.manifests import STDIN, FileError, locate
+from dask_gpu_parity.manifests.locate import SharedLines
 from dask_gpu_parity.manifests.report import Located, render, resource_label, summary
 
 from .args import CheckArgs
@@ -42,6 +43,8 @@ def check(args: CheckArgs, err: TextIO | None = None) -> tuple[str, int]:
     documents = inputs.documents
     checked = findings_all(documents, policy, inventory, classes)
 
+    lines = SharedLines()  # documents stamped from one template: their lines found once
+
     def path_of(name: str) -> str | None:
         return (stdin_filename or None) if name == STDIN else name
 
@@ -53,7 +56,7 @@ def check(args: CheckArgs, err: TextIO | None = None) -> tuple[str, int]:
             namespace=c.dask.namespace,
             file=c.document.source.display,
             document=c.document.index + 1,
-            line=locate(c.document, finding.path),
+            line=locate(c.document, finding.path, lines),
             path=path_of(c.document.source.name),
         )
         for c in checked

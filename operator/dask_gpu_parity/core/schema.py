@@ -14,9 +14,9 @@ What the API server does with a structural schema, and so what this module does:
 from __future__ import annotations
 
 import json
+import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from .patch import pointer
@@ -38,8 +38,11 @@ __all__ = ["Issue", "extract", "schemas", "validate"]
 @cache
 def schemas() -> Mapping[str, Any]:
     """The ``openAPIV3Schema`` of each Dask kind, keyed by kind."""
-    text = resources.files(__package__).joinpath("data/dask_crds.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)["schemas"]
+    # pkgutil, not importlib.resources, which imports tempfile and zipfile (`check`'s start-up)
+    raw = pkgutil.get_data(__package__, "data/dask_crds.json")
+    if raw is None:  # a loader that cannot read data files: none of Python's own
+        raise FileNotFoundError("dask_gpu_parity/core/data/dask_crds.json is not installed")
+    data: dict[str, Any] = json.loads(raw)["schemas"]
     return data
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from dask_gpu_parity import __version__, probe
@@ -85,6 +84,8 @@ class Form(enum.StrEnum):
 @cache
 def probe_source() -> str:
     """The text of ``probe.py``, exactly as shipped."""
+    from importlib import resources  # noqa: PLC0415 - inline delivery only (start-up of `check`)
+
     return (
         resources.files(probe.__name__.rpartition(".")[0]).joinpath("probe.py").read_text("utf-8")
     )

@@ -21,15 +21,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from . import kubeyaml, yaml11
+from . import yaml11
 from .kubejson import NonStringKey, TooDeep, wire
 from .kubescalar import INT64, Refused
-from .kubeyaml import MAX_EXPANDED_NODES, Loader
 from .sources import INVALID, FileError, Source
 
-__all__ = ["MAX_EXPANDED_NODES", "Document", "Loader", "Scope", "parse"]
+__all__ = ["Document", "Scope", "parse"]
 
 # A walk's scope (``locate``): the text offsets a mapping or sequence spans. The first may be
 # mid-line (a list item's first key follows its dash); the others start at line starts.
@@ -89,7 +86,15 @@ def _parse_yaml(source: Source, text: str, first_index: int) -> list[Document]:
 
 
 def _parse_exact(documents: list[Document], source: Source, text: str, index: int) -> None:
-    """The object(s) of one piece of the source, read by the exact reader."""
+    """The object(s) of one piece of the source, read by the exact reader.
+
+    PyYAML (libyaml's parser, under :mod:`.kubeyaml`) is imported on the first such piece: a
+    file that takes the fast path throughout never loads it.
+    """
+    import yaml  # noqa: PLC0415 - deferred on purpose (start-up of `check`)
+
+    from . import kubeyaml  # noqa: PLC0415 - deferred on purpose (start-up of `check`)
+
     line = len(text) - len(text.lstrip("\n")) + 1  # the piece's start
     try:
         read = kubeyaml.load(text)

@@ -18,48 +18,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .signals import Signalled, caught_signals, signals_raise
+
 __all__ = ["Signalled", "escaping_link", "signals_raise", "write_in_place"]
 
 BOM = b"\xef\xbb\xbf"
-
-
-class Signalled(BaseException):  # a signal, like KeyboardInterrupt
-    """A catchable termination signal (SIGTERM, SIGHUP) raised where the program was."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _caught() -> list[int]:
-    return [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
-
-
-@contextlib.contextmanager
-def signals_raise() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into :class:`Signalled` while the block runs (main thread only).
-
-    A signal already ignored (as ``nohup`` ignores SIGHUP) is left ignored.
-
-    So the ``except BaseException`` of :func:`write_in_place` removes its temporary file on them
-    as on Ctrl-C. SIGKILL cannot be caught: the temporary file's name starts with the target's
-    and ends in ``.dgp-tmp`` so that it can be found.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise Signalled(signum)
-
-    # A signal ignored by whoever started us (``nohup`` ignores SIGHUP) stays ignored.
-    wanted = [sig for sig in _caught() if signal.getsignal(sig) is not signal.SIG_IGN]
-    previous = {sig: signal.signal(sig, handler) for sig in wanted}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @contextlib.contextmanager
@@ -79,7 +42,7 @@ def _signals_held() -> Iterator[None]:
         pending.append(signum)
 
     previous = {}
-    for sig in (signal.SIGINT, *_caught()):
+    for sig in (signal.SIGINT, *caught_signals()):
         handler = signal.getsignal(sig)
         if handler is not signal.SIG_IGN and handler is not None:
             previous[sig] = signal.signal(sig, defer)

@@ -9,24 +9,87 @@ import re
 from dask_gpu_parity.core.patch import unescape
 
 from .documents import Document, Scope
+from .sources import Source
 
-__all__ = ["locate"]
+__all__ = ["SharedLines", "locate"]
+
+# A walk's memo: JSON Pointer -> (line, scope) of the deepest key or item found on it so far.
+Memo = dict[str, tuple[int, Scope | None]]
 
 
-def locate(document: Document, ptr: str) -> int:
+class _Block:
+    """The text of one mapping, walked alone: lines count from 1 (0: the mapping's own key)."""
+
+    __slots__ = ("line_starts", "memo", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        self.memo: Memo = {}
+
+
+class SharedLines:
+    """The line walks of documents that hold the same text under a top-level key.
+
+    Manifests stamped from one template differ in their names, not in their ``spec``: the
+    text under such a key is walked once, however many documents hold it (its offsets and line
+    breaks relative to its first line are the same in each), and each document adds its own
+    first line. Held for one report; :func:`locate` without one walks every document alone.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, _Block] = {}
+        self._last: tuple[Source | None, int, int, _Block | None] = (None, 0, 0, None)
+
+    def block(self, source: Source, lo: int, hi: int) -> _Block:
+        """The walk of ``source.walk_text[lo:hi]`` (the findings of one document come in a row)."""
+        last_source, last_lo, last_hi, last = self._last
+        if last is not None and last_source is source and last_lo == lo and last_hi == hi:
+            return last
+        text = source.walk_text[lo:hi]
+        block = self._blocks.get(text)
+        if block is None:
+            block = self._blocks[text] = _Block(text)
+        self._last = (source, lo, hi, block)
+        return block
+
+
+def locate(document: Document, ptr: str, shared: SharedLines | None = None) -> int:
     """The line (from 1) of the deepest key or item on ``ptr`` found in the document's text.
 
     A text walk over block-style YAML (what manifests use): no second parse, no node trees
     kept from :func:`parse`. Flow-style values end the walk at the line where they start.
+    With ``shared``, the walk below the object's top-level key is shared with the documents
+    that hold the same text there (the same line, found the same way).
     """
-    memo = document.located
+    source = document.source
     full = document.prefix + ptr
+    root = (document.line, _document_scope(document))
+    cut = full.find("/", len(document.prefix) + 1)  # the end of the object's top-level key
+    if shared is None or cut < 0:
+        return _walk(source.walk_text, source.line_starts, document.located, full, root)
+    head = full[:cut]
+    _walk(source.walk_text, source.line_starts, document.located, head, root)
+    found, scope = document.located[head]
+    if scope is None:  # no such key, or an inline value: nothing deeper to find
+        return found
+    lo, hi = scope
+    if lo and source.walk_text[lo - 1] != "\n":  # not at a line start: walked alone
+        return _walk(source.walk_text, source.line_starts, document.located, full, root)
+    block = shared.block(source, lo, hi)
+    line = _walk(block.text, block.line_starts, block.memo, full[cut:], (0, (0, len(block.text))))
+    return found if line == 0 else bisect.bisect_right(source.line_starts, lo) + line - 1
+
+
+def _walk(
+    text: str, starts: list[int], memo: Memo, full: str, root: tuple[int, Scope | None]
+) -> int:
+    """The walk of ``full`` in ``text`` from ``root``, the (line, scope) of the empty pointer."""
     end = len(full)  # the longest prefix of the pointer already walked
     while end > 0 and full[:end] not in memo:
         end = full.rfind("/", 0, end)
     end = max(end, 0)
-    found, scope = memo[full[:end]] if end else (document.line, _document_scope(document))
-    text = document.source.walk_text
+    found, scope = memo[full[:end]] if end else root
     while end < len(full):
         nxt = full.find("/", end + 1)
         nxt = len(full) if nxt < 0 else nxt
@@ -39,12 +102,13 @@ def locate(document: Document, ptr: str) -> int:
             if step is None:
                 scope = None
             else:
-                found, scope = bisect.bisect_right(document.source.line_starts, step[0]), step[1]
+                found, scope = bisect.bisect_right(starts, step[0]), step[1]
         memo[full[:nxt]] = (found, scope)
         end = nxt
     return found
 
 
+_NEWLINE = re.compile("\n")
 _BLANKS = re.compile(r"(?:[ ]*(?:#[^\r\n]*)?(?:\r\n|[\r\n]))*[ ]*")  # blank, comment lines
 
 

@@ -21,8 +21,8 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 
 from dask_gpu_parity.core.patch import Operation, apply_in_place
 
-from .documents import Loader
 from .inplace import Signalled, signals_raise, write_in_place
+from .kubeyaml import Loader
 from .roundtrip import keep_anchors, round_trip, unshare
 from .sources import BREAK, BREAKS, INVALID, FileError, Source
 

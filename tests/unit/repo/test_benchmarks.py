@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from benchmarks.check_throughput import PEERS, kubeconform_schemas
+from benchmarks.check_throughput import PEERS, corpus, kubeconform_schemas
+from dask_gpu_parity.core.contentkey import spec_key
 
 
 def test_kubeconform_gets_the_bundled_daskcluster_schema(tmp_path: Path) -> None:
@@ -48,6 +50,7 @@ def test_the_short_bench_times_every_stage_of_check(tmp_path: Path) -> None:
     done, result = short_bench(tmp_path, "--kubeconform", "")
     assert done.returncode == 0, done.stderr
     assert result["documents"] == 200
+    assert result["corpus"] == "templated"
     assert result["fast_path"] == 200
     assert set(result["stages"]) == {"pyyaml", "parse", "check", "check-cli", *PEERS}
     for stage in result["stages"].values():
@@ -100,3 +103,21 @@ def test_the_bench_refuses_a_before_tree_without_the_package(tmp_path: Path) -> 
     assert result is None
     assert done.stderr.splitlines()[-1].endswith(f"{tmp_path}: no operator/dask_gpu_parity there")
     assert "Traceback" not in done.stderr
+
+
+def test_the_templated_corpus_repeats_contents_and_the_distinct_one_does_not() -> None:
+    """check shares evaluations between equal contents: --distinct is the corpus with none."""
+    templated = list(yaml.safe_load_all(corpus(12)))
+    distinct = list(yaml.safe_load_all(corpus(12, distinct=True)))
+    assert len({spec_key(doc) for doc in templated}) == 3  # TCP, UCX, CPU-only
+    assert len({spec_key(doc) for doc in distinct}) == 12
+    names = [(d["metadata"]["name"], d["metadata"]["namespace"]) for d in templated]
+    assert names == [(d["metadata"]["name"], d["metadata"]["namespace"]) for d in distinct]
+
+
+def test_the_short_bench_names_its_corpus(tmp_path: Path) -> None:
+    done, result = short_bench(tmp_path, "--kubeconform", "", "--distinct")
+    assert done.returncode == 0, done.stderr
+    assert result["corpus"] == "distinct"
+    assert result["fast_path"] == 200
+    assert "(distinct)" in done.stdout.splitlines()[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,6 +109,8 @@ def fingerprints(items: Sequence[Located]) -> list[str]:
     message) but not its line, so an edit above it does not make it new; identical findings
     get an ordinal so that code scanning and GitLab never merge two of them.
     """
+    import hashlib  # noqa: PLC0415 - SARIF and GitLab only (start-up of the other formats)
+
     seen: dict[str, int] = {}
     out = []
     for item in items:
