@@ -14,6 +14,10 @@ takes 50 a second; so does a real ``PolicyReports`` (as the operator runs by def
 cluster's report is wanted, and few are written during a first pass. At the end of the first pass
 the run reports VmHWM and VmRSS (``/proc/self/status``), and with ``--trace`` the Python heap kept
 and its peak (tracemalloc, which costs memory of its own: a traced run's VmHWM is not reported).
+Each run also reports its CPU seconds from the first node page to the end of the pass, less
+what making the pages cost (``cpu_s``), and the cyclic collector's runs of the oldest generation
+(``full_collections``) and seconds in all generations (``collector_s``), with the thresholds the
+tree's operator sets (``collector.py``; CPython's own for a tree from before it).
 ``--tree NAME=DIR`` runs the package from another checkout's ``operator/`` directory (a before and
 after, side by side); the sweep reports medians. ``--dra``: the API server serves
 ``resource.k8s.io/v1`` (as the proving ground's does), so Nodes go through ``DraNodes`` with the
@@ -26,20 +30,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks.procfs import proc_status
 
 PAGE = 500  # objects per LIST page, as informer.PAGE_SIZE
+T = TypeVar("T")
 
 
 def status_mib() -> dict[str, float]:
@@ -112,6 +119,34 @@ def node_pages(templates: dict[str, Any]) -> Iterator[bytes]:
     yield from pages(node, len(plan))
 
 
+def made(pages: Iterator[T], spent: list[float]) -> Iterator[T]:
+    """The pages, with the CPU seconds spent making them added to ``spent[0]`` (the benchmark's
+    share of the run, not the watch's)."""
+    while True:
+        started = time.process_time()
+        page = next(pages, None)
+        spent[0] += time.process_time() - started
+        if page is None:
+            return
+        yield page
+
+
+class Collections:
+    """The cyclic collector's runs while it is installed: how many, and their seconds."""
+
+    def __init__(self) -> None:
+        self.runs = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.runs[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._started
+
+
 def cluster_pages(templates: dict[str, Any], clusters: int) -> Iterator[tuple[bytes, bytes]]:
     """Every DaskCluster and scheduler Deployment, in LIST pages of each, side by side."""
     namespaces = templates["namespaces"]
@@ -148,6 +183,7 @@ async def first_pass(
     from dask_gpu_parity.admission.runtime.state import OperatorState, Options
 
     figures: dict[str, Any] = {"imported_rss_mib": round(status_mib()["VmRSS"], 1)}
+    configure_collector()
     state = OperatorState(Options(certfile="", keyfile=""))
     poster = EventPoster(None)  # type: ignore[arg-type]  # never run: the queue as it fills
 
@@ -167,7 +203,11 @@ async def first_pass(
         del page
         await asyncio.sleep(0)  # the next page is awaited: the checks run meanwhile
 
-    for body in node_pages(templates):
+    making = [0.0]
+    collections = Collections()
+    gc.callbacks.append(collections)
+    started = time.process_time()
+    for body in made(node_pages(templates), making):
         await feed(sinks[operator.NODES], body)
     sinks[operator.NODES].listed()
     sinks[operator.NAMESPACES].upsert({"metadata": {"name": "default"}})
@@ -175,13 +215,17 @@ async def first_pass(
         if resource is not operator.NODES:
             sink.listed()
 
-    for cluster_page, deployment_page in cluster_pages(templates, clusters):
+    for cluster_page, deployment_page in made(cluster_pages(templates, clusters), making):
         await feed(feeds[CLUSTERS], cluster_page)
         await feed(feeds[DEPLOYMENTS], deployment_page)
     for resource in (CLUSTERS, DEPLOYMENTS, PODS):
         feeds[resource].listed()
     while watch.first_pass_seconds is None:
         await asyncio.sleep(0)
+    gc.callbacks.remove(collections)
+    figures["cpu_s"] = round(time.process_time() - started - making[0], 2)
+    figures["full_collections"] = collections.runs[2]
+    figures["collector_s"] = round(sum(collections.seconds), 2)
     figures |= {f"{k}_mib": round(v, 1) for k, v in status_mib().items()}
     if tracemalloc.is_tracing():
         kept, peak = tracemalloc.get_traced_memory()
@@ -192,6 +236,16 @@ async def first_pass(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     return figures
+
+
+def configure_collector() -> None:
+    """The collector's thresholds as the tree's operator sets them (a tree from before
+    ``collector.py`` keeps CPython's)."""
+    try:
+        from dask_gpu_parity.admission.runtime import collector
+    except ImportError:
+        return
+    collector.configure()
 
 
 def one(size: str, templates: Path, trace: bool, dra: bool = False) -> dict[str, Any]:
@@ -236,9 +290,10 @@ def sweep(
                     runs[name].append(child(tree, size, templates, trace=False, dra=dra))
             for name, tree in trees.items():
                 row: dict[str, Any] = {"size": size, "tree": name, "dra": dra}
-                for field in ("VmHWM_mib", "VmRSS_mib"):
+                for field in ("VmHWM_mib", "VmRSS_mib", "cpu_s", "collector_s"):
                     values = [r[field] for r in runs[name]]
                     row[field] = [statistics.median(values), values]
+                row["full_collections"] = [r["full_collections"] for r in runs[name]]
                 row |= {k: runs[name][0][k] for k in ("imported_rss_mib", "events_queued")}
                 if trace:
                     traced = child(tree, size, templates, trace=True, dra=dra)

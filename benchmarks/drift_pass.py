@@ -33,6 +33,7 @@ from dask_kubernetes.operator.controller import controller
 
 from benchmarks.results import commit, record
 from benchmarks.scale import NAMESPACES, Size, gpu_pools
+from dask_gpu_parity.admission.runtime import collector
 from dask_gpu_parity.admission.runtime import state as operator
 from dask_gpu_parity.admission.runtime.driftstore import CLUSTERS, DEPLOYMENTS
 from dask_gpu_parity.admission.runtime.driftwatch import DriftWatch
@@ -83,6 +84,7 @@ def objects(
 
 
 async def first_pass(nodes: int, clusters: int, *, distinct: bool = False) -> dict[str, float]:
+    collector.configure()  # as the operator's process runs
     state = OperatorState(Options(certfile="", keyfile=""))
     events = Events()
     watch = DriftWatch(state, events, _patch)

@@ -25,7 +25,7 @@ import kopf
 
 from dask_gpu_parity.names import PREFIX
 
-from . import kube, metrics
+from . import collector, kube, metrics
 from .apiserver import ApiClient
 from .driftwatch import DriftWatch
 from .events import EventPoster
@@ -111,6 +111,7 @@ def registry(state: OperatorState) -> kopf.OperatorRegistry:
 def run(options: Options, *, json_logs: bool = False, verbose: bool = False) -> None:
     """Run the operator until it is stopped (SIGINT/SIGTERM)."""
     started = time.monotonic()
+    collector.configure()
     kopf.configure(
         verbose=verbose, log_format=kopf.LogFormat.JSON if json_logs else kopf.LogFormat.FULL
     )
