@@ -8,15 +8,15 @@ them to the oldest generation. Promoted, they count towards CPython's trigger fo
 collection (ten middle-generation collections, once the objects promoted since the last full
 one reach a quarter of the long-lived ones), and a full collection walks the whole heap.
 
-At 15,000 GPU nodes and 30,000 DaskClusters a first drift pass made 34 full collections of up
-to 236 ms each: 4.3 to 5.2 s of the pass's CPU, and a webhook call that arrives during one
-waits for it (docs/performance.md, "The collector's thresholds"). The LIST pages hold no
+At 15,000 GPU nodes and 30,000 DaskClusters a first drift pass (in process) made 32 to 35 full
+collections of up to 240 ms each, 4.3 to 5.5 s of CPU, and a webhook call that arrives during
+one waits for it (docs/performance.md, "The collector's thresholds"). The LIST pages hold no
 reference cycles; they are freed by reference counting either way, so walking them finds
-nothing. :data:`THRESHOLDS` keeps young collections a few milliseconds long (2,000, the
-default of CPython 3.13 onwards, for 700) and lets a full collection wait for ten times as
-many middle-generation ones: one full collection in that pass. Cyclic garbage is still found,
-by the young collections when it dies young and by a full collection at most every 100
-middle-generation ones.
+nothing. :data:`THRESHOLDS` keeps young collections a few milliseconds long (2,000 for 700)
+and lets a full collection wait for ten times as many middle-generation ones: one full
+collection in that pass. Cyclic garbage is still found, by the young collections when it dies
+young and by a full collection at most every 100 middle-generation ones. Measured on CPython
+3.11, the image's Python.
 """
 
 from __future__ import annotations
