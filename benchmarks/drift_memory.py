@@ -5,25 +5,25 @@ Usage: python -m benchmarks.drift_memory --sizes 5000/1000/10000,15000/3000/3000
 
 Each run is a fresh interpreter (``--one GPU/CPU/CLUSTERS``) that imports what the operator imports
 (the webhook server, kopf), then receives GPU and CPU nodes, GPU DaskClusters and their scheduler
-Deployments as LIST pages of 500 objects: JSON bytes made one page at a time and decoded with
-``json.loads``, as ``informer.py`` decodes them, never a list of every object. DaskCluster and
-Deployment pages alternate (their informers run side by side) and the event loop turns between
-pages, so checks run while the lists do. Events go to a real ``EventPoster`` that is never run: its
-queue holds what a first pass queues (at most ``events.QUEUE``), as it would while the API server
-takes 50 a second; so does a real ``PolicyReports`` (as the operator runs by default): each GPU
-cluster's report is wanted, and few are written during a first pass. At the end of the first pass
-the run reports VmHWM and VmRSS (``/proc/self/status``), and with ``--trace`` the Python heap kept
-and its peak (tracemalloc, which costs memory of its own: a traced run's VmHWM is not reported).
-Each run also reports its CPU seconds from the first node page to the end of the pass, less
-what making the pages cost (``cpu_s``), and the cyclic collector's runs of the oldest generation
-(``full_collections``) and seconds in all generations (``collector_s``), with the thresholds the
-tree's operator sets (``collector.py``; CPython's own for a tree from before it).
-``--tree NAME=DIR`` runs the package from another checkout's ``operator/`` directory (a before and
-after, side by side); the sweep reports medians. ``--dra``: the API server serves
-``resource.k8s.io/v1`` (as the proving ground's does), so Nodes go through ``DraNodes`` with the
-DeviceClasses and ResourceSlices (none here: the nodes' GPUs are the device plugin's).
-``benchmarks/scale.py`` measures the whole operator on the proving ground; this leaves out the API
-client's buffers and the metrics and webhook threads.
+Deployments as LIST pages of 500 objects: JSON bytes made one page at a time and decoded as
+``informer.py`` decodes them (``listpage.py``; ``json.loads`` for a tree from before it), never a
+list of every object. DaskCluster and Deployment pages alternate (their informers run side by side)
+and the event loop turns between pages, so checks run while the lists do. Events go to a real
+``EventPoster`` that is never run: its queue holds what a first pass queues (at most
+``events.QUEUE``), as it would while the API server takes 50 a second; so does a real
+``PolicyReports`` (as the operator runs by default): each GPU cluster's report is wanted, and few
+are written during a first pass. At the end of the first pass the run reports VmHWM and VmRSS
+(``/proc/self/status``), and with ``--trace`` the Python heap kept and its peak (tracemalloc, which
+costs memory of its own: a traced run's VmHWM is not reported). Each run also reports its CPU
+seconds from the first node page to the end of the pass, less what making the pages cost
+(``cpu_s``), and the cyclic collector's runs of the oldest generation (``full_collections``) and
+seconds in all generations (``collector_s``), with the thresholds the tree's operator sets
+(``collector.py``; CPython's own for a tree from before it). ``--tree NAME=DIR`` runs the package
+from another checkout's ``operator/`` directory (a before and after, side by side); the sweep
+reports medians. ``--dra``: the API server serves ``resource.k8s.io/v1`` (as the proving ground's
+does), so Nodes go through ``DraNodes`` with the DeviceClasses and ResourceSlices (none here: the
+nodes' GPUs are the device plugin's). ``benchmarks/scale.py`` measures the whole operator on the
+proving ground; this leaves out the API client's buffers and the metrics and webhook threads.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -183,7 +183,7 @@ async def first_pass(
     from dask_gpu_parity.admission.runtime.state import OperatorState, Options
 
     figures: dict[str, Any] = {"imported_rss_mib": round(status_mib()["VmRSS"], 1)}
-    configure_collector()
+    read = as_operator()
     state = OperatorState(Options(certfile="", keyfile=""))
     poster = EventPoster(None)  # type: ignore[arg-type]  # never run: the queue as it fills
 
@@ -197,10 +197,10 @@ async def first_pass(
     task = asyncio.create_task(watch.run())
 
     async def feed(sink: Any, body: bytes) -> None:
-        page = json.loads(body)
-        for obj in page.get("items") or []:
+        items = read(body)
+        for obj in items:
             sink.upsert(obj)
-        del page
+        del items
         await asyncio.sleep(0)  # the next page is awaited: the checks run meanwhile
 
     making = [0.0]
@@ -238,14 +238,21 @@ async def first_pass(
     return figures
 
 
-def configure_collector() -> None:
-    """The collector's thresholds as the tree's operator sets them (a tree from before
-    ``collector.py`` keeps CPython's)."""
+def as_operator() -> Callable[[bytes], list[Any]]:
+    """This process set up as the tree's operator runs: its collector's thresholds
+    (``collector.py``), and a LIST page's items as its informer decodes them (``listpage.py``).
+    A tree from before either keeps CPython's thresholds or ``json.loads``."""
     try:
         from dask_gpu_parity.admission.runtime import collector
     except ImportError:
-        return
-    collector.configure()
+        pass
+    else:
+        collector.configure()
+    try:
+        from dask_gpu_parity.admission.runtime import listpage
+    except ImportError:
+        return lambda body: list(json.loads(body).get("items") or [])
+    return lambda body: listpage.decode(body).items
 
 
 def one(size: str, templates: Path, trace: bool, dra: bool = False) -> dict[str, Any]:

@@ -216,3 +216,37 @@ def test_a_watch_that_delivered_events_is_resumed_with_the_backoff_reset() -> No
     sink, _ = asyncio.run(run_until(fake, done, backoff=backoff))
     assert sorted(sink.items) == ["a", "b"]
     assert fake.requests[-1]["resourceVersion"] == "101"
+
+
+def test_listed_objects_come_without_managed_fields_and_watched_ones_as_sent() -> None:
+    managed = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]
+    listed = obj("n0", 1, pool="a")
+    listed["metadata"]["managedFields"] = managed
+    watched = obj("n1", 101)
+    watched["metadata"]["managedFields"] = managed
+    fake = FakeApi([listed], [[{"type": "ADDED", "object": watched}]])
+
+    def done(sink: Sink, informer: Informer) -> bool:
+        return "n1" in sink.items
+
+    sink, _ = asyncio.run(run_until(fake, done))
+    assert sink.items["n0"] == obj("n0", 1, pool="a")
+    assert sink.items["n1"] == watched
+
+
+def test_an_answer_that_is_no_list_page_is_retried_and_said() -> None:
+    fake = FakeApi([obj("n0", 1)], [])
+
+    async def html(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+        fake.requests.append(dict(request.query))
+        return aiohttp.web.Response(text="<html>proxy</html>", content_type="text/html")
+
+    fake.handle = html  # type: ignore[method-assign]  # every answer from a misconfigured proxy
+
+    def done(sink: Sink, informer: Informer) -> bool:
+        return len(fake.requests) >= 2
+
+    sink, informer = asyncio.run(run_until(fake, done, backoff=(0.01,)))
+    assert not informer.synced.is_set()
+    assert not sink.items
+    assert "no LIST page" in informer.status().last_error

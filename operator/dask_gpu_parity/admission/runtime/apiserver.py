@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from . import listpage
 from .kube import Connection
 
 __all__ = [
@@ -119,6 +120,21 @@ class ApiClient:
         """
         body = await self._send("GET", path, timeout, params=params or {})
         return _object("GET", path, body)
+
+    async def list_page(
+        self, path: str, params: Mapping[str, str], *, timeout: float = REQUEST_SECONDS
+    ) -> listpage.Page:
+        """GET one page of a LIST, decoded without ``managedFields`` (``listpage.py``).
+
+        Raises:
+            ApiError: an error status (:class:`Gone`: the continue token expired ...), or
+                :class:`Unreachable` (also for an answer that is not a LIST page).
+        """
+        body = await self._send("GET", path, timeout, params=params)
+        try:
+            return listpage.decode(body)
+        except ValueError as exc:
+            raise Unreachable(f"GET {path} answered with no LIST page ({exc})") from exc
 
     async def patch(
         self, path: str, ops: list[dict[str, Any]], *, timeout: float = REQUEST_SECONDS

@@ -176,7 +176,7 @@ class Informer:
             if self.resource.label_selector:
                 params["labelSelector"] = self.resource.label_selector
             try:
-                page = await self.api.get(self.resource.path, params)
+                page = await self.api.list_page(self.resource.path, params)
             except Gone:
                 if not token:
                     raise
@@ -189,14 +189,12 @@ class Informer:
                 )
                 self._apply_list(set())
                 return False
-            meta = as_map(page.get("metadata"))
-            for obj in page.get("items") or []:
-                if isinstance(obj, Mapping):
-                    seen.add(object_key(obj))
-                    self._deliver(self.sink.upsert, obj)
-            token = str(meta.get("continue") or "")
+            for obj in page.items:
+                seen.add(object_key(obj))
+                self._deliver(self.sink.upsert, obj)
+            token = page.continue_token
             if not token:
-                self._version = str(meta.get("resourceVersion", ""))
+                self._version = page.resource_version
                 break
         self._apply_list(seen)
         log.info(f"Listed {len(seen)} {self.resource.kind} in {time.monotonic() - started:.2f} s")
