@@ -29,6 +29,26 @@ MANAGED = [
 ]
 
 
+# ObjectMeta (meta/v1) without managedFields, from the API reference:
+# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/
+OBJECT_META = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+)
+
+
 def _page(items: list[Any], **meta: str) -> bytes:
     page = {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}
     return json.dumps(page).encode()
@@ -60,7 +80,7 @@ def test_real_clusters_nodes_read_as_json_loads_reads_them(path: Path) -> None:
 
 
 def test_every_field_of_object_meta_is_kept_but_managed_fields() -> None:
-    meta = {field: f"value of {field}" for field in listpage.OBJECT_META}
+    meta = {field: f"value of {field}" for field in OBJECT_META}
     meta |= {"generation": 3, "labels": {"a": "b"}, "ownerReferences": [{"kind": "DaskCluster"}]}
     item = {"apiVersion": "v1", "kind": "Pod", "metadata": meta | {"managedFields": MANAGED}}
     item |= {"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}

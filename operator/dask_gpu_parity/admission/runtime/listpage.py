@@ -18,30 +18,15 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["OBJECT_META", "Page", "decode"]
-
-# ObjectMeta (meta/v1) without managedFields:
-# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/
-OBJECT_META = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-)
-_ITEM = ("apiVersion", "kind", "spec", "status")
+__all__ = ["Page", "decode"]
 
 
 class _Meta(msgspec.Struct):
+    """ObjectMeta (meta/v1) without managedFields.
+
+    https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/
+    """
+
     name: Any = UNSET
     generateName: Any = UNSET  # the API's field names, as they are in JSON
     namespace: Any = UNSET
@@ -77,6 +62,8 @@ class _Page(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Page)
+_META: tuple[str, ...] = _Meta.__struct_fields__
+_ITEM = tuple(field for field in _Item.__struct_fields__ if field != "metadata")
 
 
 @dataclass(frozen=True)
@@ -114,7 +101,7 @@ def _plain(item: _Item) -> dict[str, Any]:
             out[field] = value
     meta = item.metadata
     if isinstance(meta, _Meta):
-        out["metadata"] = {f: v for f in OBJECT_META if (v := getattr(meta, f)) is not UNSET}
+        out["metadata"] = {f: v for f in _META if (v := getattr(meta, f)) is not UNSET}
     elif meta is None:
         out["metadata"] = None
     return out
